@@ -1,0 +1,60 @@
+# Every routine task of the project. `make help` lists them.
+# Targets that need the virtualenv create it on demand.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help setup demo test test-unit test-integration test-container lint fmt bench \
+        broker-up broker-down broker-status image up down clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP) ## create the virtualenv and install the package with its dev extra
+
+demo: $(STAMP) ## run the tour on the local broker (started if needed)
+	$(BIN)/streams demo
+
+test: $(STAMP) ## run every test: unit, integration (real broker), container
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-unit: $(STAMP) ## unit tests only (no broker)
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+test-integration: $(STAMP) ## integration tests against a real broker
+	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
+
+lint: $(STAMP) ## ruff and mypy
+	$(BIN)/ruff check streams tests topology
+	$(BIN)/ruff format --check streams tests topology
+	$(BIN)/mypy
+
+fmt: $(STAMP) ## format the code with ruff
+	$(BIN)/ruff format streams tests topology
+	$(BIN)/ruff check --fix streams tests topology
+
+bench: $(STAMP) ## measure throughput against a bare confluent-kafka loop
+	$(BIN)/python -m streams.bench
+
+broker-up: $(STAMP) ## start the local Apache Kafka broker
+	$(BIN)/streams broker up
+
+broker-down: $(STAMP) ## stop the local broker
+	$(BIN)/streams broker down
+
+broker-status: $(STAMP) ## show the local broker's status
+	$(BIN)/streams broker status
+
+clean: ## remove the virtualenv and caches (the Kafka jar cache stays)
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

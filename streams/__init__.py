@@ -1,0 +1,9 @@
+"""Streams: event streaming on Apache Kafka.
+
+The public API is re-exported here; everything else is private by default.
+"""
+
+from streams.logs import configure_logging
+
+__all__ = ["configure_logging"]
+__version__ = "0.1.0"

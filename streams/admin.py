@@ -1,0 +1,54 @@
+"""Thin, typed helpers over confluent-kafka's AdminClient that wait for their results."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from streams.errors import StreamsError
+
+
+class TopicError(StreamsError):
+    """A topic could not be created, described or deleted."""
+
+
+def admin_client(bootstrap: str, **config: object) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, **config})
+
+
+def create_topic(
+    admin: AdminClient,
+    name: str,
+    partitions: int = 1,
+    config: Mapping[str, str] | None = None,
+    *,
+    exist_ok: bool = False,
+    timeout: float = 30.0,
+) -> None:
+    """Create ``name`` and wait until the controller confirms it."""
+    topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=dict(config or {}))
+    future = admin.create_topics([topic], operation_timeout=timeout, request_timeout=timeout)[name]
+    try:
+        future.result(timeout=timeout)
+    except KafkaException as exc:
+        err: KafkaError = exc.args[0]
+        if exist_ok and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return
+        raise TopicError(f"cannot create topic {name!r}: {err.str()}") from exc
+
+
+def delete_topics(admin: AdminClient, names: Iterable[str], timeout: float = 30.0) -> None:
+    """Delete ``names``; topics that are already gone are not an error."""
+    names = list(names)
+    if not names:
+        return
+    futures = admin.delete_topics(names, operation_timeout=timeout, request_timeout=timeout)
+    for name, future in futures.items():
+        try:
+            future.result(timeout=timeout)
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise TopicError(f"cannot delete topic {name!r}: {err.str()}") from exc

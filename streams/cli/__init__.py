@@ -1,0 +1,42 @@
+"""The ``streams`` command. Each group of subcommands lives in a module of its own."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from streams.cli import broker, demo
+from streams.cli._common import fail
+from streams.errors import StreamsError
+from streams.logs import configure_logging
+
+app = typer.Typer(
+    name="streams",
+    help="Event streaming on Apache Kafka: topologies, replay, schemas and a local broker.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(broker.app, name="broker")
+app.command("demo")(demo.demo)
+
+
+@app.callback()
+def _root(
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="-v for DEBUG logs."),
+    log_json: bool = typer.Option(
+        False, "--log-json", help="JSON log lines even on a terminal.", envvar="STREAMS_LOG_JSON"
+    ),
+) -> None:
+    configure_logging("DEBUG" if verbose else None, json=True if log_json else None)
+
+
+def main() -> None:
+    """Entry point: a StreamsError becomes one line on stderr and exit status 1."""
+    try:
+        app()
+    except StreamsError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        sys.exit(130)
