@@ -1,0 +1,97 @@
+"""The envelope every record Streams writes carries, and every processor reads.
+
+Fields follow the message-design rules of async systems: ``id`` (unique, time-ordered
+UUIDv7: the dedup key), ``type`` (``order.placed``), ``version`` (payload schema version),
+``time`` (UTC, microseconds), ``source``, ``correlation_id``, ``causation_id``, ``key``
+(partition key) and ``data`` (the payload).
+"""
+
+from __future__ import annotations
+
+import os
+import time as _time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+DEFAULT_SOURCE = os.environ.get("STREAMS_SOURCE", "streams")
+
+
+def new_id() -> str:
+    """A UUIDv7 (RFC 9562) as text: 48-bit Unix ms timestamp, then randomness.
+
+    Time-ordered, so ids sort roughly by creation and index well as dedup keys.
+    """
+    ms = _time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & 0xFFFF_FFFF_FFFF) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64
+    value |= 0b10 << 62 | rand & 0x3FFF_FFFF_FFFF_FFFF
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """An immutable event: metadata plus a payload (``data``) of schema ``type``@``version``."""
+
+    type: str
+    data: Mapping[str, Any]
+    version: int = 1
+    key: str | None = None
+    id: str = field(default_factory=new_id)
+    time: datetime = field(default_factory=utc_now)
+    source: str = DEFAULT_SOURCE
+    correlation_id: str | None = None
+    causation_id: str | None = None
+
+    @classmethod
+    def new(
+        cls,
+        type: str,  # noqa: A002 - the field's name in the contract
+        data: Mapping[str, Any],
+        *,
+        version: int = 1,
+        key: str | None = None,
+        source: str = DEFAULT_SOURCE,
+        correlation_id: str | None = None,
+    ) -> Envelope:
+        """A new event that starts a conversation: its correlation id is its own id."""
+        event_id = new_id()
+        return cls(
+            type=type,
+            data=data,
+            version=version,
+            key=key,
+            id=event_id,
+            source=source,
+            correlation_id=correlation_id or event_id,
+        )
+
+    def follow(
+        self,
+        type: str,  # noqa: A002
+        data: Mapping[str, Any],
+        *,
+        version: int = 1,
+        key: str | None = None,
+        source: str | None = None,
+    ) -> Envelope:
+        """A follow-up or reply caused by this event: same correlation id, causation = our id."""
+        return Envelope(
+            type=type,
+            data=data,
+            version=version,
+            key=self.key if key is None else key,
+            source=self.source if source is None else source,
+            correlation_id=self.correlation_id or self.id,
+            causation_id=self.id,
+        )
+
+    def with_data(self, data: Mapping[str, Any], **changes: Any) -> Envelope:
+        """The same event with another payload (and optionally other fields)."""
+        return replace(self, data=data, **changes)
