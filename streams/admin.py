@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from streams.errors import StreamsError
 
@@ -14,7 +16,7 @@ class TopicError(StreamsError):
     """A topic could not be created, described or deleted."""
 
 
-def admin_client(bootstrap: str, **config: object) -> AdminClient:
+def admin_client(bootstrap: str, **config: str | int | float) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap, **config})
 
 
@@ -27,8 +29,14 @@ def create_topic(
     exist_ok: bool = False,
     timeout: float = 30.0,
 ) -> None:
-    """Create ``name`` and wait until the controller confirms it."""
-    topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=dict(config or {}))
+    """Create ``name`` and wait until the broker's metadata shows it with every leader.
+
+    The controller confirms a creation before every broker knows the topic; waiting for the
+    metadata means a producer or consumer started next never sees "unknown topic".
+    """
+    topic = NewTopic(
+        name, num_partitions=partitions, replication_factor=1, config=dict(config or {})
+    )
     future = admin.create_topics([topic], operation_timeout=timeout, request_timeout=timeout)[name]
     try:
         future.result(timeout=timeout)
@@ -37,6 +45,7 @@ def create_topic(
         if exist_ok and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
             return
         raise TopicError(f"cannot create topic {name!r}: {err.str()}") from exc
+    _wait_metadata(admin, [name], present=True, timeout=timeout)
 
 
 def delete_topics(admin: AdminClient, names: Iterable[str], timeout: float = 30.0) -> None:
@@ -52,3 +61,27 @@ def delete_topics(admin: AdminClient, names: Iterable[str], timeout: float = 30.
             err: KafkaError = exc.args[0]
             if err.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                 raise TopicError(f"cannot delete topic {name!r}: {err.str()}") from exc
+    _wait_metadata(admin, names, present=False, timeout=timeout)
+
+
+def _wait_metadata(admin: AdminClient, names: list[str], *, present: bool, timeout: float) -> None:
+    """Poll metadata until every topic in ``names`` is (or is no longer) served."""
+    deadline = time.monotonic() + timeout
+    while True:
+        topics = admin.list_topics(timeout=timeout).topics
+        if present:
+            done = all(
+                n in topics
+                and topics[n].error is None
+                and topics[n].partitions
+                and all(p.leader >= 0 for p in topics[n].partitions.values())
+                for n in names
+            )
+        else:
+            done = not any(n in topics for n in names)
+        if done:
+            return
+        if time.monotonic() > deadline:
+            state = "appear" if present else "disappear"
+            raise TopicError(f"topics {names} did not {state} in metadata within {timeout:.0f} s")
+        time.sleep(0.05)

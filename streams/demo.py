@@ -75,8 +75,9 @@ def _step_round_trip(ctx: DemoContext, count: int = 500) -> None:
     deadline = time.monotonic() + 60
     while sum(seen.values()) < count and time.monotonic() < deadline:
         for msg in consumer.consume(500, timeout=1.0):
-            if msg.error() is None:
-                seen[msg.partition()] = seen.get(msg.partition(), 0) + 1
+            partition = msg.partition()
+            if msg.error() is None and partition is not None:
+                seen[partition] = seen.get(partition, 0) + 1
     consumer.close()
     per_partition = ", ".join(f"p{p}={n}" for p, n in sorted(seen.items()))
     ctx.console.print(

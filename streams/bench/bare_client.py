@@ -10,7 +10,12 @@ from confluent_kafka import Consumer, Producer
 from streams.bench.core import BenchContext, Row
 
 PAYLOAD_BYTES = 200
-PRODUCER_CONFIG = {"linger.ms": 5, "batch.size": 1_000_000, "acks": "all", "compression.type": "lz4"}
+PRODUCER_CONFIG = {
+    "linger.ms": 5,
+    "batch.size": 1_000_000,
+    "acks": "all",
+    "compression.type": "lz4",
+}
 
 
 def produce_bare(bootstrap: str, topic: str, count: int, payload: bytes) -> float:

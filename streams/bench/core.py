@@ -27,7 +27,7 @@ class Row:
     def ratio(self) -> float | None:
         if self.baseline in (None, 0):
             return None
-        return self.value / self.baseline  # type: ignore[operator]
+        return self.value / self.baseline
 
 
 @dataclass

@@ -184,7 +184,7 @@ class LocalBroker:
         if fresh and self.data_dir.exists():
             shutil.rmtree(self.data_dir)
         meta = self._ensure_formatted(java, libs)
-        if port_in_use(meta["controller_port"]):
+        if port_in_use(int(meta["controller_port"])):
             raise BrokerError(
                 f"the controller port {meta['controller_port']} of {self.data_dir} is in use "
                 "by another process; stop it or start with --fresh"

@@ -44,7 +44,7 @@ def wait_ready(
     Raises BrokerError when ``timeout`` passes, or as soon as ``alive()`` says the process
     that should serve it has exited.
     """
-    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    host, _, port = bootstrap.split(",", maxsplit=1)[0].rpartition(":")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not alive():

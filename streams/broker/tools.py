@@ -34,7 +34,9 @@ def find_java() -> Path:
         candidate = Path(found)
     major = java_major_version(candidate)
     if major < MIN_JAVA:
-        raise MissingToolError(f"{candidate} is Java {major}; Kafka 4 needs {MIN_JAVA}+: {_INSTALL_JAVA}")
+        raise MissingToolError(
+            f"{candidate} is Java {major}; Kafka 4 needs {MIN_JAVA}+: {_INSTALL_JAVA}"
+        )
     return candidate
 
 

@@ -12,7 +12,9 @@ from streams.broker.local import DEFAULT_PORT
 from streams.cli._common import console, fail, human_duration
 from streams.config import BOOTSTRAP_ENV, external_bootstrap
 
-app = typer.Typer(help="Run a local Apache Kafka 4.x broker (KRaft, one node).", no_args_is_help=True)
+app = typer.Typer(
+    help="Run a local Apache Kafka 4.x broker (KRaft, one node).", no_args_is_help=True
+)
 
 PortOpt = typer.Option(DEFAULT_PORT, "--port", "-p", help="Client port on 127.0.0.1.")
 DataDirOpt = typer.Option(

@@ -1,0 +1,152 @@
+"""The local broker's whole life, driven through the `streams broker` command.
+
+A broker of its own (free port, temporary data dir) so the session broker is untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from streams.admin import admin_client, create_topic
+from streams.broker import LocalBroker, free_port
+from streams.broker.local import _wait_exit, port_in_use
+
+pytestmark = pytest.mark.integration
+
+
+def streams(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "streams", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
+
+
+def kafka_pids(data_dir: Path) -> list[int]:
+    """Every live kafka.Kafka process started with this data dir's config."""
+    config = str(data_dir / "server.properties").encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if b"kafka.Kafka" in cmdline and config in cmdline and state != "Z":
+            pids.append(int(proc.name))
+    return pids
+
+
+def kcat() -> str:
+    found = shutil.which("kcat")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("kcat is missing: .ci/run installs Debian's kcat")
+        pytest.skip("kcat (Debian package kcat) is not installed")
+    return found
+
+
+def round_trip(bootstrap: str, topic: str, count: int = 200) -> int:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(count):
+        producer.produce(topic, key=str(i % 7), value=str(i))
+    assert producer.flush(30) == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([topic])
+    seen = 0
+    for _ in range(60):
+        seen += sum(1 for m in consumer.consume(1000, timeout=1.0) if m.error() is None)
+        if seen >= count:
+            break
+    consumer.close()
+    return seen
+
+
+def test_up_is_idempotent_kill_is_detected_and_up_recovers(tmp_path: Path) -> None:
+    port = str(free_port())
+    data = tmp_path / "broker"
+    where = ["--port", port, "--data-dir", str(data)]
+    bootstrap = f"127.0.0.1:{port}"
+
+    first = streams("broker", "up", *where)
+    assert first.returncode == 0, first.stderr
+    assert re.search(rf"broker up at {bootstrap} \(Apache Kafka 4\.\d+\.\d+, pid \d+", first.stdout)
+    [pid] = kafka_pids(data)
+
+    try:
+        second = streams("broker", "up", *where)
+        assert second.returncode == 0, second.stderr
+        assert f"broker already running at {bootstrap} (pid {pid})" in second.stdout
+        assert kafka_pids(data) == [pid], "a second `up` must never start a second broker"
+
+        # A client we did not write sees the broker.
+        listing = subprocess.run(
+            [kcat(), "-b", bootstrap, "-L", "-m", "10"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert listing.returncode == 0, listing.stderr
+        assert f"broker 1 at 127.0.0.1:{port}" in listing.stdout
+
+        status = streams("broker", "status", *where)
+        assert status.returncode == 0
+        assert f"pid {pid}" in status.stdout and "Apache Kafka 4." in status.stdout
+
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_exit(pid, 30)
+        down = streams("broker", "status", *where)
+        assert down.returncode == 1
+        assert "broker is down" in down.stderr
+        assert f"stale pid file: process {pid} is gone" in down.stdout
+
+        again = streams("broker", "up", *where)
+        assert again.returncode == 0, again.stderr
+        [new_pid] = kafka_pids(data)
+        assert new_pid != pid
+        create_topic(admin_client(bootstrap), "after-recovery", partitions=2)
+        assert round_trip(bootstrap, "after-recovery") == 200
+    finally:
+        stop = streams("broker", "down", *where)
+    assert stop.returncode == 0
+    assert f"broker at {bootstrap} stopped" in stop.stdout
+    assert kafka_pids(data) == []
+    assert not port_in_use(int(port)), "the port must be free after `down`"
+
+
+def test_data_survives_a_restart_and_fresh_wipes_it(tmp_path: Path) -> None:
+    broker = LocalBroker(port=free_port(), data_dir=tmp_path / "b")
+    broker.up()
+    try:
+        create_topic(admin_client(broker.bootstrap), "kept", partitions=1)
+        broker.down()
+        broker.up()
+        assert "kept" in admin_client(broker.bootstrap).list_topics(timeout=10).topics
+        broker.down()
+        broker.up(fresh=True)
+        assert "kept" not in admin_client(broker.bootstrap).list_topics(timeout=10).topics
+    finally:
+        broker.down()

@@ -1,0 +1,87 @@
+"""`streams broker` on bad situations: clear one-line messages, never a traceback.
+
+These need no Java: every case is decided before a JVM would start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streams.broker.local import LocalBroker, free_port
+
+
+def streams(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    full_env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
+    if env and "KAFKA_BOOTSTRAP_SERVERS" in env:
+        full_env["KAFKA_BOOTSTRAP_SERVERS"] = env["KAFKA_BOOTSTRAP_SERVERS"]
+    return subprocess.run(
+        [sys.executable, "-m", "streams", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A port some other program listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def test_port_taken_is_a_clear_error(listener: int, tmp_path: Path) -> None:
+    result = streams("broker", "up", "--port", str(listener), "--data-dir", str(tmp_path / "d"))
+    assert result.returncode == 1
+    assert f"port {listener} is already in use by another process" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_status_of_a_broker_that_never_ran(tmp_path: Path) -> None:
+    port = free_port()
+    result = streams("broker", "status", "--port", str(port), "--data-dir", str(tmp_path))
+    assert result.returncode == 1
+    assert "broker is down" in result.stderr
+
+
+def test_stale_pid_file_is_reported_and_cleared_by_down(tmp_path: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / "broker.pid").write_text(json.dumps({"pid": dead.pid, "started_at": 0}))
+    port = str(free_port())
+    status = streams("broker", "status", "--port", port, "--data-dir", str(tmp_path))
+    assert status.returncode == 1
+    assert f"stale pid file: process {dead.pid} is gone" in status.stdout
+    down = streams("broker", "down", "--port", port, "--data-dir", str(tmp_path))
+    assert down.returncode == 0
+    assert "no broker running" in down.stdout
+    assert not (tmp_path / "broker.pid").exists()
+
+
+def test_a_pid_reused_by_another_program_is_not_our_broker(tmp_path: Path) -> None:
+    # Our own pid is alive but is not a kafka.Kafka with this data dir.
+    (tmp_path / "broker.pid").write_text(json.dumps({"pid": os.getpid(), "started_at": 0}))
+    status = LocalBroker(port=free_port(), data_dir=tmp_path).status()
+    assert not status.running
+    assert status.stale_pid == os.getpid()
+
+
+def test_external_cluster_means_no_local_broker(tmp_path: Path) -> None:
+    result = streams(
+        "broker", "up", "--data-dir", str(tmp_path), env={"KAFKA_BOOTSTRAP_SERVERS": "kafka:9092"}
+    )
+    assert result.returncode == 0
+    assert "KAFKA_BOOTSTRAP_SERVERS is set (kafka:9092)" in result.stdout
+    assert not any(tmp_path.iterdir())
