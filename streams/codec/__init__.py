@@ -1,0 +1,45 @@
+"""Envelope codecs: envelope ⇄ Kafka value + headers.
+
+``AvroCodec`` is Streams' own wire format (README, "Wire format"). Every codec implements
+``Codec``; ``decode`` raises only ``DecodeError`` subclasses on bad input.
+"""
+
+from streams.codec.avro import AvroCodec
+from streams.codec.base import Codec, KafkaHeaders
+from streams.codec.errors import (
+    CodecError,
+    DecodeError,
+    EmptyRecordError,
+    EncodeError,
+    HeaderMismatchError,
+    MalformedRecordError,
+    MissingHeaderError,
+    NoResolutionPathError,
+    UnknownSchemaError,
+    UnknownTypeError,
+    UnknownVersionError,
+    UpcastError,
+)
+from streams.codec.headers import peek_type
+from streams.codec.upcast import Upcaster, Upcasters
+
+__all__ = [
+    "AvroCodec",
+    "Codec",
+    "CodecError",
+    "DecodeError",
+    "EmptyRecordError",
+    "EncodeError",
+    "HeaderMismatchError",
+    "KafkaHeaders",
+    "MalformedRecordError",
+    "MissingHeaderError",
+    "NoResolutionPathError",
+    "UnknownSchemaError",
+    "UnknownTypeError",
+    "UnknownVersionError",
+    "UpcastError",
+    "Upcaster",
+    "Upcasters",
+    "peek_type",
+]

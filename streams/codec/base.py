@@ -1,0 +1,32 @@
+"""The one interface every codec implements; the runtime depends on this alone."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from streams.codec.headers import Headers
+from streams.envelope import Envelope
+
+KafkaHeaders = list[tuple[str, bytes]]
+
+
+@runtime_checkable
+class Codec(Protocol):
+    """Envelope ⇄ Kafka value + headers. Implementations are cheap per call and never block.
+
+    ``encode`` raises ``EncodeError`` (naming the field) when the payload does not fit its
+    schema. ``decode`` raises only ``DecodeError`` subclasses on bad input, whatever the
+    bytes; ``version`` is the payload version the reader wants (None: as written).
+    """
+
+    def encode(self, env: Envelope) -> tuple[bytes, KafkaHeaders]: ...
+
+    def decode(
+        self,
+        value: bytes | None,
+        headers: Headers | None = None,
+        *,
+        version: int | None = None,
+    ) -> Envelope: ...
+
+    def peek_type(self, headers: Headers | None) -> tuple[str, int] | None: ...
