@@ -25,6 +25,12 @@ class DemoContext:
     console: Console
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     topics: list[str] = field(default_factory=list)
+    _step: int = 1  # the broker is step 1
+
+    def say(self, title: str, text: str) -> None:
+        """Print one numbered step line: ``<n>. <title>: <text>``."""
+        self._step += 1
+        self.console.print(f"[bold]{self._step}. {title}[/]: {text}")
 
     def topic(self, name: str) -> str:
         full = f"demo-{self.run_id}-{name}"
@@ -48,8 +54,9 @@ def _step_broker(console: Console) -> str:
     return broker.bootstrap
 
 
-def _step_round_trip(ctx: DemoContext, count: int = 500) -> None:
-    """Produce ``count`` keyed records to a 4-partition topic and read them all back."""
+def _step_round_trip(ctx: DemoContext) -> None:
+    """Produce keyed records to a 4-partition topic and read them all back."""
+    count = 500
     topic = ctx.topic("round-trip")
     create_topic(admin_client(ctx.bootstrap), topic, partitions=4)
     producer = Producer({"bootstrap.servers": ctx.bootstrap, "linger.ms": 5, "acks": "all"})
@@ -80,9 +87,10 @@ def _step_round_trip(ctx: DemoContext, count: int = 500) -> None:
                 seen[partition] = seen.get(partition, 0) + 1
     consumer.close()
     per_partition = ", ".join(f"p{p}={n}" for p, n in sorted(seen.items()))
-    ctx.console.print(
-        f"[bold]2. round trip[/]: produced {len(acked)}/{count} (acks=all), "
-        f"consumed {sum(seen.values())} from {topic} ({per_partition})"
+    ctx.say(
+        "round trip",
+        f"produced {len(acked)}/{count} (acks=all), "
+        f"consumed {sum(seen.values())} from {topic} ({per_partition})",
     )
     if sum(seen.values()) != count:
         raise RuntimeError(f"demo read back {sum(seen.values())} of {count} records")
