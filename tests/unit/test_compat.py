@@ -1,0 +1,200 @@
+"""The compatibility gate: Avro's resolution rules, the declared modes, and the CLI check."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streams.schemas import CompatibilityMode, SchemaCatalog, check_catalog, reader_problems
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+
+
+def record(*fields: dict[str, Any], name: str = "R") -> dict[str, Any]:
+    return {"type": "record", "name": name, "fields": list(fields)}
+
+
+def f(name: str, type_: Any, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "type": type_, **extra}
+
+
+# -- the rules ---------------------------------------------------------------------------
+
+
+def test_added_field_needs_a_default_to_read_old_data() -> None:
+    old = record(f("a", "string"))
+    assert reader_problems(record(f("a", "string"), f("b", "int", default=0)), old) == []
+    (problem,) = reader_problems(record(f("a", "string"), f("b", "int")), old)
+    assert problem.field == "b"
+    assert "no default" in problem.reason
+
+
+def test_removed_field_is_skipped_by_the_reader() -> None:
+    assert reader_problems(record(f("a", "string")), record(f("a", "string"), f("b", "int"))) == []
+
+
+@pytest.mark.parametrize(
+    ("writer", "reader", "ok"),
+    [
+        ("int", "long", True),
+        ("int", "double", True),
+        ("long", "float", True),
+        ("float", "double", True),
+        ("string", "bytes", True),
+        ("bytes", "string", True),
+        ("long", "int", False),
+        ("double", "float", False),
+        ("string", "int", False),
+    ],
+)
+def test_type_promotions(writer: str, reader: str, ok: bool) -> None:
+    problems = reader_problems(record(f("x", reader)), record(f("x", writer)))
+    assert (problems == []) is ok
+    if not ok:
+        assert problems[0].field == "x"
+        assert f"from {writer} to {reader}" in problems[0].reason
+
+
+def test_nested_fields_are_named_by_path() -> None:
+    line_old = record(f("sku", "string"), name="Line")
+    line_new = record(f("sku", "string"), f("qty", "int"), name="Line")
+    (problem,) = reader_problems(
+        record(f("items", {"type": "array", "items": line_new})),
+        record(f("items", {"type": "array", "items": line_old})),
+    )
+    assert problem.field == "items[].qty"
+
+
+def test_enums_unions_and_names() -> None:
+    e = {"type": "enum", "name": "E", "symbols": ["A", "B"]}
+    e_less = {"type": "enum", "name": "E", "symbols": ["A"]}
+    assert reader_problems(record(f("e", e)), record(f("e", e_less))) == []
+    assert reader_problems(record(f("e", e_less)), record(f("e", e)))[0].field == "e"
+    e_default = {**e_less, "default": "A"}
+    assert reader_problems(record(f("e", e_default)), record(f("e", e))) == []
+    # a union reader takes any branch; a union writer needs every branch readable
+    assert reader_problems(record(f("u", ["null", "string"])), record(f("u", "string"))) == []
+    assert reader_problems(record(f("u", "string")), record(f("u", ["null", "string"])))
+    # records match by unqualified name or a reader alias
+    assert reader_problems(record(name="a.R"), record(name="b.R")) == []
+    assert reader_problems(record(name="New"), record(name="Old"))
+    assert reader_problems({**record(name="New"), "aliases": ["Old"]}, record(name="Old")) == []
+
+
+def test_field_aliases_resolve_renames() -> None:
+    old = record(f("customer", "string"))
+    assert reader_problems(record(f("buyer", "string", aliases=["customer"])), old) == []
+
+
+def test_recursive_types_terminate() -> None:
+    node = record(f("value", "int"), f("next", ["null", "Node"], default=None), name="Node")
+    assert reader_problems(node, node) == []
+
+
+# -- the modes ---------------------------------------------------------------------------
+
+
+def _write_versions(root: Path, mode: str, *versions: dict[str, Any]) -> Path:
+    shutil.copytree(SCHEMAS, root, dirs_exist_ok=True)
+    folder = root / "t.x"
+    folder.mkdir()
+    (folder / "type.json").write_text(json.dumps({"compatibility": mode}))
+    for n, schema in enumerate(versions, start=1):
+        (folder / f"v{n}.avsc").write_text(json.dumps(schema))
+    return root
+
+
+V1 = record(f("a", "string"), f("b", "int"))
+V2_ADDS_NO_DEFAULT = record(f("a", "string"), f("b", "int"), f("c", "int"))
+V2_DROPS_B = record(f("a", "string"))
+V3_ADDS_B_BACK = record(f("a", "string"), f("b", "string", default=""))
+
+
+@pytest.mark.parametrize(
+    ("mode", "versions", "broken"),
+    [
+        ("BACKWARD", (V1, V2_ADDS_NO_DEFAULT), [(2, 1, "c")]),
+        ("FORWARD", (V1, V2_ADDS_NO_DEFAULT), []),
+        ("FORWARD", (V1, V2_DROPS_B), [(1, 2, "b")]),
+        ("BACKWARD", (V1, V2_DROPS_B), []),
+        ("FULL", (V1, V2_DROPS_B), [(1, 2, "b")]),
+        ("NONE", (V1, V2_ADDS_NO_DEFAULT), []),
+        # v3 re-adds b as a string: fine against v2, breaks against v1 only transitively
+        ("BACKWARD", (V1, V2_DROPS_B, V3_ADDS_B_BACK), []),
+        ("BACKWARD_TRANSITIVE", (V1, V2_DROPS_B, V3_ADDS_B_BACK), [(3, 1, "b")]),
+    ],
+)
+def test_declared_modes(
+    tmp_path: Path, mode: str, versions: tuple[dict[str, Any], ...], broken: list[Any]
+) -> None:
+    catalog = SchemaCatalog.load(_write_versions(tmp_path / "s", mode, *versions), check=False)
+    assert catalog.compatibility("t.x") is CompatibilityMode(mode)
+    found = [(i.reader, i.writer, i.field) for i in check_catalog(catalog) if i.type == "t.x"]
+    assert found == broken
+
+
+# -- the CLI gate: the must-show ---------------------------------------------------------
+
+
+def streams_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "250"}
+    return subprocess.run(
+        [sys.executable, "-m", "streams", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def test_schemas_check_fails_on_an_incompatible_v3_and_passes_once_it_is_removed(
+    tmp_path: Path,
+) -> None:
+    schemas = Path(shutil.copytree(SCHEMAS, tmp_path / "schemas"))
+    assert streams_cli("schemas", "check", "--dir", str(schemas)).returncode == 0
+
+    v3 = json.loads((schemas / "order.placed" / "v2.avsc").read_text())
+    v3["fields"].append({"name": "channel", "type": "string"})  # no default: breaks BACKWARD
+    (schemas / "order.placed" / "v3.avsc").write_text(json.dumps(v3))
+    result = streams_cli("schemas", "check", "--dir", str(schemas))
+    assert result.returncode != 0
+    assert "order.placed: v3 cannot read data written with v2" in result.stdout
+    assert "field 'channel'" in result.stdout
+    assert "incompatibility" in result.stderr
+
+    (schemas / "order.placed" / "v3.avsc").unlink()
+    result = streams_cli("schemas", "check", "--dir", str(schemas))
+    assert result.returncode == 0, result.stderr
+    assert "compatible" in result.stdout
+
+
+def test_schemas_check_reports_malformed_files(tmp_path: Path) -> None:
+    schemas = Path(shutil.copytree(SCHEMAS, tmp_path / "schemas"))
+    (schemas / "order.placed" / "v3.avsc").write_text("{oops")
+    result = streams_cli("schemas", "check", "--dir", str(schemas))
+    assert result.returncode == 1
+    assert "v3.avsc: not JSON" in result.stderr
+
+
+def test_schemas_list_and_show() -> None:
+    listed = streams_cli("schemas", "list", "--dir", str(SCHEMAS))
+    assert listed.returncode == 0
+    assert "order.placed" in listed.stdout
+    assert "FULL_TRANSITIVE" in listed.stdout
+    shown = streams_cli("schemas", "show", "order.placed@1", "--dir", str(SCHEMAS))
+    assert shown.returncode == 0
+    assert "order.placed@1" in shown.stdout
+    assert '"currency"' not in shown.stdout
+    latest = streams_cli("schemas", "show", "order.placed", "--dir", str(SCHEMAS))
+    assert '"currency"' in latest.stdout
+    missing = streams_cli("schemas", "show", "order.placed@9", "--dir", str(SCHEMAS))
+    assert missing.returncode == 1
+    assert "known versions: v1, v2" in missing.stderr
