@@ -1,13 +1,68 @@
-"""Test kit for users' suites: a real broker per session, unique topics per test.
+"""Test kit for users' suites: a real broker per session, unique topics, helpers that wait.
 
 Installed with the package as a pytest plugin (entry point ``pytest11``), so its fixtures
-are available in any project that depends on Streams:
+are available in any project that depends on Streams (``--kafka {external,container,local}``
+picks the broker):
 
 - ``kafka_bootstrap`` (session): bootstrap address of a real broker.
 - ``kafka_admin``: an AdminClient for it.
 - ``make_topic``: create a uniquely named topic, deleted after the test.
+- ``kafka_io``: ``KafkaIO`` on that broker: produce envelopes, wait for records.
+- ``kafka_container`` (session), ``make_kafka_container``, ``docker_network``: Kafka in
+  Docker (``KafkaContainer``), removed after use.
+
+The same helpers work without pytest: ``KafkaContainer``, ``produce_envelopes``,
+``wait_for_records``, ``wait_until``.
+
+``TestDriver`` runs a topology in memory (no broker) for unit tests.
 """
 
+from streams.testing.container import (
+    LOCAL_IMAGE,
+    OFFICIAL_IMAGE,
+    ContainerError,
+    KafkaContainer,
+    default_image,
+    docker_unavailable_reason,
+)
+from streams.testing.driver import OutputRecord, TestDriver
+from streams.testing.kafka_io import KafkaIO
+from streams.testing.produce import (
+    ProduceError,
+    produce_envelopes,
+    produce_records,
+    wait_for_envelopes,
+)
 from streams.testing.topics import TopicFactory, unique_topic_name
+from streams.testing.wait import (
+    TopicReader,
+    WaitTimeoutError,
+    describe_record,
+    wait_for,
+    wait_for_records,
+    wait_until,
+)
 
-__all__ = ["TopicFactory", "unique_topic_name"]
+__all__ = [
+    "LOCAL_IMAGE",
+    "OFFICIAL_IMAGE",
+    "ContainerError",
+    "KafkaContainer",
+    "KafkaIO",
+    "OutputRecord",
+    "ProduceError",
+    "TopicFactory",
+    "TestDriver",
+    "TopicReader",
+    "WaitTimeoutError",
+    "default_image",
+    "describe_record",
+    "docker_unavailable_reason",
+    "produce_envelopes",
+    "produce_records",
+    "unique_topic_name",
+    "wait_for",
+    "wait_for_envelopes",
+    "wait_for_records",
+    "wait_until",
+]

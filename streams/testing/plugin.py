@@ -1,46 +1,178 @@
-"""The pytest plugin (entry point ``pytest11``): a real broker and unique topics.
+"""The pytest plugin (entry point ``pytest11``): a real broker, unique topics, containers.
 
-Broker selection, first match wins:
+Broker mode, first match wins:
 
-1. ``KAFKA_BOOTSTRAP_SERVERS`` set: that cluster (nothing is started).
-2. Otherwise the local broker from the official jars, on a free port with a throwaway
-   data dir, started once per session and stopped at the end.
+1. ``--kafka {external,container,local}`` on the command line;
+2. ``STREAMS_KAFKA`` in the environment (same values);
+3. ``external`` when ``KAFKA_BOOTSTRAP_SERVERS`` is set, else ``local``.
 
-Tests that use the broker are marked ``integration`` automatically.
+``external`` uses ``KAFKA_BOOTSTRAP_SERVERS`` (nothing is started); ``local`` starts the
+local broker from the official jars on a free port, once per session; ``container``
+starts one ``KafkaContainer`` per session (image: ``--kafka-image`` /
+``STREAMS_KAFKA_IMAGE``, else ``streams.testing.container.default_image()``).
+
+Docker: a test that needs it skips, saying why, when no daemon answers; when ``CI`` is
+true or ``STREAMS_REQUIRE_DOCKER=1`` it fails instead, so CI never passes by skipping.
+
+Tests that use the broker are marked ``integration``, tests that use Docker ``container``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from testcontainers.core.network import Network
 
 from streams.admin import admin_client
 from streams.broker import LocalBroker, free_port
-from streams.config import external_bootstrap
+from streams.config import BOOTSTRAP_ENV, external_bootstrap
+from streams.testing.container import KafkaContainer, docker_unavailable_reason
+from streams.testing.kafka_io import KafkaIO
 from streams.testing.topics import TopicFactory
 
-_BROKER_FIXTURES = {"kafka_bootstrap", "kafka_admin", "make_topic"}
+MODES = ("external", "container", "local")
+MODE_ENV = "STREAMS_KAFKA"
+REQUIRE_DOCKER_ENV = "STREAMS_REQUIRE_DOCKER"
+
+_BROKER_FIXTURES = {"kafka_bootstrap", "kafka_admin", "make_topic", "kafka_io"}
+_DOCKER_FIXTURES = {"kafka_container", "make_kafka_container", "docker_network"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("streams", "Streams: Kafka for tests")
+    group.addoption(
+        "--kafka",
+        choices=MODES,
+        default=None,
+        help=f"where the test broker comes from (default: ${MODE_ENV}, else external when "
+        f"${BOOTSTRAP_ENV} is set, else local)",
+    )
+    group.addoption(
+        "--kafka-image",
+        default=None,
+        help="Docker image for container brokers (default: $STREAMS_KAFKA_IMAGE, else "
+        "streams-kafka:<version> when built, else apache/kafka:<version>)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: needs a real Kafka broker")
     config.addinivalue_line("markers", "container: needs Docker (testcontainers)")
+    kafka_mode(config)  # a bad --kafka / STREAMS_KAFKA is a usage error, before any test
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if _BROKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        names = set(getattr(item, "fixturenames", ()))
+        if _BROKER_FIXTURES & names:
             item.add_marker(pytest.mark.integration)
+        if _DOCKER_FIXTURES & names:
+            item.add_marker(pytest.mark.container)
+
+
+def kafka_mode(config: pytest.Config) -> str:
+    """The broker mode this session runs with (see the module docstring)."""
+    mode = config.getoption("kafka", default=None) or os.environ.get(MODE_ENV, "").strip()
+    if not mode:
+        return "external" if external_bootstrap() else "local"
+    if mode not in MODES:
+        raise pytest.UsageError(f"{MODE_ENV}={mode!r}: expected one of {', '.join(MODES)}")
+    if mode == "external" and not external_bootstrap():
+        raise pytest.UsageError(f"--kafka external needs {BOOTSTRAP_ENV} (host:port,...)")
+    return mode
+
+
+def docker_required() -> bool:
+    """True on CI (``CI=true``) or with ``STREAMS_REQUIRE_DOCKER=1``: no skipping then."""
+    ci = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+    return ci or os.environ.get(REQUIRE_DOCKER_ENV, "").strip() == "1"
+
+
+def require_docker() -> None:
+    """Return when Docker answers; else skip the test (or fail it where Docker is required)."""
+    reason = docker_unavailable_reason()
+    if reason is None:
+        return
+    if docker_required():
+        pytest.fail(
+            f"Docker is required here (CI or {REQUIRE_DOCKER_ENV}=1) but {reason}; "
+            "start a daemon (bash .ci/docker.sh)",
+            pytrace=False,
+        )
+    pytest.skip(f"needs Docker: {reason}")
+
+
+def _image(config: pytest.Config) -> str | None:
+    image: str | None = config.getoption("kafka_image", default=None)
+    return image
+
+
+# -- brokers ---------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Bootstrap address of a real Kafka broker for the whole session."""
-    external = external_bootstrap()
-    if external:
-        yield external
+def kafka_container(pytestconfig: pytest.Config) -> Iterator[KafkaContainer]:
+    """One Kafka container for the whole session, removed at the end (needs Docker)."""
+    require_docker()
+    container = KafkaContainer(_image(pytestconfig))
+    container.start()
+    try:
+        yield container
+    finally:
+        container.stop()
+
+
+@pytest.fixture
+def docker_network() -> Iterator[Network]:
+    """A Docker network for this test (containers reach each other by alias), removed after."""
+    require_docker()
+    network = Network()
+    network.create()
+    try:
+        yield network
+    finally:
+        network.remove()
+
+
+@pytest.fixture
+def make_kafka_container(
+    pytestconfig: pytest.Config,
+) -> Iterator[Callable[..., KafkaContainer]]:
+    """``make_kafka_container(network=None, alias=None, image=None, **kw)``: a started
+    ``KafkaContainer`` of its own (a second cluster, say), removed after the test."""
+    require_docker()
+    started: list[KafkaContainer] = []
+
+    def make(image: str | None = None, **kwargs: Any) -> KafkaContainer:
+        container = KafkaContainer(image or _image(pytestconfig), **kwargs)
+        container.start()
+        started.append(container)
+        return container
+
+    try:
+        yield make
+    finally:
+        for container in reversed(started):
+            container.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """Bootstrap address of a real Kafka broker for the whole session (see ``--kafka``)."""
+    mode = kafka_mode(request.config)
+    if mode == "external":
+        yield str(external_bootstrap())
+        return
+    if mode == "container":
+        container: KafkaContainer = request.getfixturevalue("kafka_container")
+        yield container.bootstrap_servers
         return
     broker = LocalBroker(port=free_port(), data_dir=tmp_path_factory.mktemp("kafka"))
     broker.up()
@@ -63,3 +195,26 @@ def make_topic(kafka_admin: AdminClient, request: pytest.FixtureRequest) -> Iter
         yield factory
     finally:
         factory.cleanup()
+
+
+# -- data in and out -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def envelope_codec(pytestconfig: pytest.Config) -> Any:
+    """The codec ``kafka_io`` uses: ``AvroCodec`` over ``<rootdir>/schemas`` (None when
+    there is no such folder). Override it in your ``conftest.py`` for other schemas."""
+    schemas = Path(pytestconfig.rootpath) / "schemas"
+    if not schemas.is_dir():
+        return None
+    # Imported here: the codec and its schemas are needed only by envelope tests.
+    from streams.codec import AvroCodec  # noqa: PLC0415
+    from streams.schemas.catalog import SchemaCatalog  # noqa: PLC0415
+
+    return AvroCodec(SchemaCatalog.load(schemas))
+
+
+@pytest.fixture
+def kafka_io(kafka_bootstrap: str, envelope_codec: Any) -> KafkaIO:
+    """Produce to and wait on the session broker; envelopes go through ``envelope_codec``."""
+    return KafkaIO(kafka_bootstrap, codec=envelope_codec)
