@@ -1,0 +1,77 @@
+"""Replay history and move consumer groups: positions, plans, copies, resets and lag.
+
+The CLI (``streams replay``, ``streams offsets``, ``streams lag``) is a thin layer over
+these functions.
+"""
+
+from streams.replay.cluster import Cluster, GroupInfo, Member, default_bootstrap
+from streams.replay.csvplan import dump_plan, parse_plan, read_plan, write_plan
+from streams.replay.errors import (
+    ActiveGroupError,
+    ClusterError,
+    CopyError,
+    PlanFileError,
+    PositionError,
+    RangeError,
+    ReplayError,
+    UnknownGroupError,
+    UnknownTopicError,
+)
+from streams.replay.groups import (
+    GroupOffsets,
+    OffsetChange,
+    PartitionOffsets,
+    ResetPlan,
+    execute_reset,
+    group_offsets,
+    plan_from_offsets,
+    plan_reset,
+)
+from streams.replay.plan import PartitionRange, ReplayPlan, plan_replay
+from streams.replay.positions import (
+    PositionSpec,
+    TopicSelection,
+    parse_position,
+    parse_position_spec,
+    parse_topic_selection,
+)
+from streams.replay.resolve import PartitionState, resolve, resolve_range
+
+__all__ = [
+    "ActiveGroupError",
+    "Cluster",
+    "ClusterError",
+    "CopyError",
+    "GroupInfo",
+    "GroupOffsets",
+    "Member",
+    "OffsetChange",
+    "PartitionOffsets",
+    "PartitionRange",
+    "PartitionState",
+    "PlanFileError",
+    "PositionError",
+    "PositionSpec",
+    "RangeError",
+    "ReplayError",
+    "ReplayPlan",
+    "ResetPlan",
+    "TopicSelection",
+    "UnknownGroupError",
+    "UnknownTopicError",
+    "default_bootstrap",
+    "dump_plan",
+    "execute_reset",
+    "group_offsets",
+    "parse_plan",
+    "parse_position",
+    "parse_position_spec",
+    "parse_topic_selection",
+    "plan_from_offsets",
+    "plan_replay",
+    "plan_reset",
+    "read_plan",
+    "resolve",
+    "resolve_range",
+    "write_plan",
+]

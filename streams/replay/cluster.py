@@ -1,0 +1,295 @@
+"""The broker lookups replay, resets and lag need, behind one AdminClient with short timeouts.
+
+Every method blocks for at most about ``timeout`` seconds (retrying the broker's
+retriable errors, such as a coordinator still loading, within that time) and raises a
+``ReplayError`` subclass with a one-line message: ``ClusterError`` when the cluster cannot
+be reached or refuses, ``UnknownTopicError`` for a topic or partition it does not have.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+
+from streams.config import external_bootstrap
+from streams.replay.errors import ClusterError, UnknownTopicError
+from streams.replay.positions import TopicSelection
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+DEFAULT_TIMEOUT = 10.0
+NO_COMMIT = -1001  # librdkafka's OFFSET_INVALID: the group has no offset for the partition
+
+TP = tuple[str, int]
+OffsetKind = Literal["earliest", "latest"] | int
+T = TypeVar("T")
+
+
+def default_bootstrap() -> str:
+    """``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker's default address."""
+    return external_bootstrap() or DEFAULT_BOOTSTRAP
+
+
+class _LibrdkafkaLog(logging.Filter):
+    """librdkafka reports each failed connection attempt; a user sees one error line from
+    us instead, so its messages pass only at DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
+
+
+_rdkafka_logger = logging.getLogger("streams.librdkafka")
+_rdkafka_logger.addFilter(_LibrdkafkaLog())
+
+
+def client_config(bootstrap: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    """Config shared by our admin, consumer and producer clients: quiet, short timeouts."""
+    ms = int(timeout * 1000)
+    return {
+        "bootstrap.servers": bootstrap,
+        "logger": _rdkafka_logger,
+        "socket.timeout.ms": max(ms, 1000),
+        "socket.connection.setup.timeout.ms": max(ms, 1000),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One member of a consumer group and the partitions it holds."""
+
+    member_id: str
+    client_id: str
+    host: str
+    partitions: tuple[TP, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    """A consumer group as the coordinator describes it."""
+
+    group: str
+    state: str  # Kafka's names: Empty, Stable, PreparingRebalance, Dead, ...
+    members: tuple[Member, ...]
+
+    @property
+    def exists(self) -> bool:
+        return self.state.lower() not in {"dead", "unknown"}
+
+    @property
+    def active(self) -> bool:
+        """Members are joined (or joining): Kafka's tool refuses to reset such a group."""
+        return self.state.lower() not in {"empty", "dead", "unknown"} or bool(self.members)
+
+
+_STATE_NAMES = {
+    ConsumerGroupState.EMPTY: "Empty",
+    ConsumerGroupState.STABLE: "Stable",
+    ConsumerGroupState.DEAD: "Dead",
+    ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
+    ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
+}
+
+
+def _offset_spec(at: OffsetKind) -> Any:
+    if at == "earliest":
+        return OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+    if at == "latest":
+        return OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    return OffsetSpec.for_timestamp(at)
+
+
+class Cluster:
+    """Typed, blocking broker lookups with a deadline. Not thread-safe; cheap to create."""
+
+    def __init__(self, bootstrap: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.bootstrap = bootstrap or default_bootstrap()
+        self.timeout = timeout
+        self.admin = AdminClient(client_config(self.bootstrap, timeout))
+        self._checked = False
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _wait(self, what: str, call: Callable[[], T]) -> T:
+        """Run ``call`` until it succeeds, retrying retriable Kafka errors until the deadline."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return call()
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if not isinstance(err, KafkaError):
+                    raise ClusterError(f"{what} failed: {exc}") from exc
+                if err.retriable() and time.monotonic() < deadline:
+                    time.sleep(0.1)  # a coordinator still loading: the broker asks us to retry
+                    continue
+                if err.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT):
+                    raise ClusterError(
+                        f"cannot reach Kafka at {self.bootstrap} within {self.timeout:g} s ({what})"
+                    ) from exc
+                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise UnknownTopicError(f"{what}: unknown topic or partition") from exc
+                raise ClusterError(f"{what} failed: {err.str() or err.name()}") from exc
+
+    def _results(self, what: str, futures: Mapping[Any, Future[Any]]) -> dict[Any, Any]:
+        return {key: self._result(what, f) for key, f in futures.items()}
+
+    def _result(self, what: str, future: Future[Any]) -> Any:
+        return self._wait(what, lambda: future.result(self.timeout))
+
+    def check(self) -> None:
+        """Raise ``ClusterError`` unless the cluster answers a metadata request in time."""
+        if self._checked:
+            return
+        try:
+            self.admin.list_topics(timeout=self.timeout)
+        except KafkaException as exc:
+            raise ClusterError(
+                f"cannot reach Kafka at {self.bootstrap} within {self.timeout:g} s"
+            ) from exc
+        self._checked = True
+
+    # -- topics -----------------------------------------------------------------------
+
+    def partitions(self, topic: str) -> list[int]:
+        """The partition numbers of ``topic``. Raises ``UnknownTopicError``."""
+        self.check()
+        md = self._wait(
+            f"describe topic {topic!r}", lambda: self.admin.list_topics(topic, timeout=self.timeout)
+        )
+        info = md.topics.get(topic)
+        if info is None or (
+            info.error is not None
+            and info.error.code()
+            in (
+                KafkaError.UNKNOWN_TOPIC_OR_PART,
+                KafkaError._UNKNOWN_TOPIC,
+            )
+        ):
+            raise UnknownTopicError(f"topic {topic!r} does not exist")
+        if info.error is not None:
+            raise ClusterError(f"cannot describe topic {topic!r}: {info.error.str()}")
+        return sorted(info.partitions)
+
+    def select(self, selection: TopicSelection) -> list[int]:
+        """The partitions a selection names, checked to exist. Raises ``UnknownTopicError``."""
+        existing = self.partitions(selection.topic)
+        if selection.partitions is None:
+            return existing
+        missing = sorted(set(selection.partitions) - set(existing))
+        if missing:
+            raise UnknownTopicError(
+                f"topic {selection.topic!r} has no partition {', '.join(map(str, missing))} "
+                f"(it has {len(existing)}: 0..{len(existing) - 1})"
+            )
+        return list(selection.partitions)
+
+    # -- offsets ----------------------------------------------------------------------
+
+    def list_offsets(
+        self,
+        partitions: Iterable[TP],
+        at: OffsetKind,
+        *,
+        read_committed: bool = False,
+    ) -> dict[TP, int]:
+        """The broker's ListOffsets answer per partition: the log start (``"earliest"``),
+        the log end (``"latest"``), or for a time in epoch ms (offsets-for-times: -1 when
+        no record is that recent)."""
+        spec = _offset_spec(at)
+        request = {TopicPartition(t, p): spec for t, p in partitions}
+        if not request:
+            return {}
+        isolation = (
+            IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+        )
+        futures = self._wait(
+            "list offsets",
+            lambda: self.admin.list_offsets(
+                request, isolation_level=isolation, request_timeout=self.timeout
+            ),
+        )
+        results = self._results("list offsets", futures)
+        return {(tp.topic, tp.partition): info.offset for tp, info in results.items()}
+
+    def committed(self, group: str, partitions: Sequence[TP] | None = None) -> dict[TP, int]:
+        """The group's committed offsets (all of them, or for ``partitions``); partitions
+        without a commit are left out."""
+        self.check()
+        tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
+        request = [ConsumerGroupTopicPartitions(group, tps)]
+        futures = self._wait(
+            f"list offsets of group {group!r}",
+            lambda: self.admin.list_consumer_group_offsets(request, request_timeout=self.timeout),
+        )
+        result = self._results(f"list offsets of group {group!r}", futures)[group]
+        return {
+            (tp.topic, tp.partition): tp.offset
+            for tp in result.topic_partitions
+            if tp.offset >= 0 and tp.error is None
+        }
+
+    def alter_committed(self, group: str, offsets: Mapping[TP, int]) -> None:
+        """Commit ``offsets`` for ``group`` (the group must have no active members)."""
+        request = [
+            ConsumerGroupTopicPartitions(
+                group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+            )
+        ]
+        futures = self._wait(
+            f"commit offsets of group {group!r}",
+            lambda: self.admin.alter_consumer_group_offsets(request, request_timeout=self.timeout),
+        )
+        result = self._results(f"commit offsets of group {group!r}", futures)[group]
+        failed = [tp for tp in result.topic_partitions if tp.error is not None]
+        if failed:
+            tp = failed[0]
+            raise ClusterError(
+                f"commit offsets of group {group!r} failed on {tp.topic}:{tp.partition}: "
+                f"{tp.error.str()}"
+            )
+
+    # -- groups -----------------------------------------------------------------------
+
+    def groups(self) -> list[str]:
+        """Every consumer group the cluster knows, sorted."""
+        self.check()
+        future = self._wait(
+            "list groups", lambda: self.admin.list_consumer_groups(request_timeout=self.timeout)
+        )
+        result = self._wait("list groups", lambda: future.result(self.timeout))
+        return sorted(g.group_id for g in result.valid)
+
+    def describe_group(self, group: str) -> GroupInfo:
+        """State and members of ``group`` (state ``Dead`` when the cluster does not know it)."""
+        self.check()
+        futures = self._wait(
+            f"describe group {group!r}",
+            lambda: self.admin.describe_consumer_groups([group], request_timeout=self.timeout),
+        )
+        desc = self._results(f"describe group {group!r}", futures)[group]
+        members = tuple(
+            Member(
+                m.member_id,
+                m.client_id,
+                m.host,
+                tuple(sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions))
+                if m.assignment is not None
+                else (),
+            )
+            for m in desc.members
+        )
+        state = _STATE_NAMES.get(desc.state, str(desc.state.name).title())
+        return GroupInfo(group, state, members)

@@ -1,0 +1,226 @@
+"""Positions in a partition, as users write them, and the partitions they apply to.
+
+A position is one of:
+
+==================  ==========================================  =========================
+form                meaning                                     Kafka's reset option
+==================  ==========================================  =========================
+``earliest``        the log start offset                        ``--to-earliest``
+``latest``          the log end offset                          ``--to-latest``
+``1234``            that offset (clamped to the log)            ``--to-offset``
+``+100``, ``-100``  shifted from the group's committed offset   ``--shift-by``
+``2026-11-29T10:00:00Z``, ``@1764410400000``
+                    the first record at or after that time      ``--to-datetime``
+                    (ISO 8601 with a zone, or epoch ms after @)
+``2h``, ``30m``, ``PT2H``, ``P1DT2H``
+                    that long ago: a time, resolved as above    ``--by-duration``
+==================  ==========================================  =========================
+
+Plain integers are offsets; epoch milliseconds take an ``@`` so the two never collide.
+Parsing is pure and raises ``PositionError``; resolution against a partition's state is in
+``streams.replay.resolve``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from streams.replay.errors import PositionError
+
+
+@dataclass(frozen=True, slots=True)
+class Earliest:
+    """The log start offset: the oldest record still in the partition."""
+
+    def __str__(self) -> str:
+        return "earliest"
+
+
+@dataclass(frozen=True, slots=True)
+class Latest:
+    """The log end offset: just after the newest record."""
+
+    def __str__(self) -> str:
+        return "latest"
+
+
+@dataclass(frozen=True, slots=True)
+class AtOffset:
+    """An absolute offset; out-of-range values clamp to the log like Kafka's tool."""
+
+    offset: int
+
+    def __str__(self) -> str:
+        return str(self.offset)
+
+
+@dataclass(frozen=True, slots=True)
+class AtTime:
+    """The first record whose timestamp is at or after ``ms`` (epoch milliseconds)."""
+
+    ms: int
+
+    def __str__(self) -> str:
+        return f"@{self.ms}"
+
+
+@dataclass(frozen=True, slots=True)
+class Ago:
+    """A time ``ms`` milliseconds before the moment of resolution."""
+
+    ms: int
+
+    def __str__(self) -> str:
+        return f"{self.ms}ms"
+
+
+@dataclass(frozen=True, slots=True)
+class Shift:
+    """The group's committed offset moved by ``delta`` (clamped to the log)."""
+
+    delta: int
+
+    def __str__(self) -> str:
+        return f"{self.delta:+d}"
+
+
+Position = Earliest | Latest | AtOffset | AtTime | Ago | Shift
+
+
+@dataclass(frozen=True, slots=True)
+class PositionSpec:
+    """One position for every partition (``default``), or one per listed partition."""
+
+    default: Position | None = None
+    per_partition: Mapping[int, Position] = field(default_factory=dict)
+
+    def for_partition(self, partition: int) -> Position | None:
+        return self.per_partition.get(partition, self.default)
+
+    def __str__(self) -> str:
+        if self.default is not None:
+            return str(self.default)
+        return ",".join(f"{p}={pos}" for p, pos in sorted(self.per_partition.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSelection:
+    """A topic, and optionally some of its partitions (``orders`` or ``orders:0,2``)."""
+
+    topic: str
+    partitions: tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        if self.partitions is None:
+            return self.topic
+        return f"{self.topic}:{','.join(map(str, self.partitions))}"
+
+
+_OFFSET = re.compile(r"\d+")
+_SHIFT = re.compile(r"[+-]\d+")
+_EPOCH_MS = re.compile(r"@(\d+)")
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_ISO_DURATION = re.compile(
+    r"P(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d{1,3})?)S)?)?",
+    re.IGNORECASE,
+)
+_SHORT_DURATION = re.compile(r"(?:(\d+)(ms|d|h|m|s))+")
+_SHORT_PART = re.compile(r"(\d+)(ms|d|h|m|s)")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_NAMES: dict[str, Position] = {
+    "earliest": Earliest(),
+    "beginning": Earliest(),
+    "latest": Latest(),
+    "end": Latest(),
+}
+
+
+def parse_duration_ms(text: str) -> int:
+    """Milliseconds of ``PT2H``/``P1DT30M`` (ISO 8601, days at most, like Java's
+    ``Duration.parse``) or ``2h``/``1h30m``/``45s``/``500ms``/``1d``. Raises ``PositionError``."""
+    raw = text.strip()
+    iso = _ISO_DURATION.fullmatch(raw)
+    if iso and raw.upper() not in {"P", "PT"} and any(iso.groupdict().values()):
+        d, h, m, s = (iso.group(k) for k in "dhms")
+        total = int(d or 0) * 86_400_000 + int(h or 0) * 3_600_000 + int(m or 0) * 60_000
+        return total + round(float(s or 0) * 1000)
+    if _SHORT_DURATION.fullmatch(raw.lower()):
+        return sum(int(n) * _UNIT_MS[unit] for n, unit in _SHORT_PART.findall(raw.lower()))
+    raise PositionError(f"not a duration: {text!r} (try PT2H, 2h, 30m, 1h30m, 45s)")
+
+
+def parse_timestamp_ms(text: str) -> int:
+    """Epoch ms of an ISO 8601 time with a zone (``Z`` or ``+01:00``) or of ``@<epoch-ms>``."""
+    raw = text.strip()
+    epoch = _EPOCH_MS.fullmatch(raw)
+    if epoch:
+        return int(epoch.group(1))
+    try:
+        when = datetime.fromisoformat(raw)
+    except ValueError as exc:
+        raise PositionError(f"not a position: {text!r}") from exc
+    if when.tzinfo is None:
+        raise PositionError(f"timestamp {text!r} needs a zone, e.g. {raw}Z or {raw}+01:00")
+    return round(when.timestamp() * 1000)
+
+
+def parse_position(text: str) -> Position:
+    """Parse one position (see the module docstring). Raises ``PositionError``."""
+    raw = text.strip()
+    named = _NAMES.get(raw.lower())
+    if named is not None:
+        return named
+    if _OFFSET.fullmatch(raw):
+        return AtOffset(int(raw))
+    if _SHIFT.fullmatch(raw):
+        return Shift(int(raw))
+    if raw.startswith("@") or _ISO_DATE.match(raw):
+        return AtTime(parse_timestamp_ms(raw))
+    try:
+        return Ago(parse_duration_ms(raw))
+    except PositionError:
+        pass
+    raise PositionError(
+        f"not a position: {text!r} (earliest, latest, an offset, +N/-N, an ISO time with "
+        "zone, @epoch-ms, or a duration ago like 2h or PT2H)"
+    )
+
+
+def parse_position_spec(text: str) -> PositionSpec:
+    """One position for all partitions, or ``0=100,2=earliest`` for listed partitions."""
+    raw = text.strip()
+    if "=" not in raw:
+        return PositionSpec(default=parse_position(raw))
+    per: dict[int, Position] = {}
+    for item in raw.split(","):
+        part, sep, pos = item.partition("=")
+        if not sep or not part.strip().isdigit():
+            raise PositionError(f"not a partition=position pair: {item!r} in {text!r}")
+        if int(part) in per:
+            raise PositionError(f"partition {int(part)} given twice in {text!r}")
+        per[int(part)] = parse_position(pos)
+    return PositionSpec(per_partition=per)
+
+
+def parse_topic_selection(text: str) -> TopicSelection:
+    """``orders`` (every partition) or ``orders:0,2`` (those partitions), like Kafka's tool."""
+    topic, sep, parts = text.strip().partition(":")
+    if not topic:
+        raise PositionError(f"no topic name in {text!r}")
+    if not sep:
+        return TopicSelection(topic)
+    try:
+        partitions = tuple(sorted({int(p) for p in parts.split(",")}))
+    except ValueError as exc:
+        raise PositionError(f"bad partition list in {text!r} (expected topic:0,1,2)") from exc
+    if not partitions or min(partitions) < 0:
+        raise PositionError(f"bad partition list in {text!r} (expected topic:0,1,2)")
+    return TopicSelection(topic, partitions)
+
+
+def format_ms(ms: int) -> str:
+    """An epoch-ms time as ISO 8601 UTC with milliseconds, for plans and summaries."""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
