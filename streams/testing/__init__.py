@@ -13,6 +13,8 @@ picks the broker):
 
 The same helpers work without pytest: ``KafkaContainer``, ``produce_envelopes``,
 ``wait_for_records``, ``wait_until``.
+
+``TestDriver`` runs a topology in memory (no broker) for unit tests.
 """
 
 from streams.testing.container import (
@@ -23,6 +25,7 @@ from streams.testing.container import (
     default_image,
     docker_unavailable_reason,
 )
+from streams.testing.driver import OutputRecord, TestDriver
 from streams.testing.kafka_io import KafkaIO
 from streams.testing.produce import (
     ProduceError,
@@ -46,8 +49,10 @@ __all__ = [
     "ContainerError",
     "KafkaContainer",
     "KafkaIO",
+    "OutputRecord",
     "ProduceError",
     "TopicFactory",
+    "TestDriver",
     "TopicReader",
     "WaitTimeoutError",
     "default_image",

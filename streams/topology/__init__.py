@@ -1,0 +1,35 @@
+"""Topologies: a description of stream processing, separate from running it.
+
+Build one with ``TopologyBuilder``; run it with ``streams run`` (``streams.runtime``) or
+test it without a broker with ``streams.testing.TestDriver``.
+"""
+
+from streams.topology.builder import Stream, TopologyBuilder
+from streams.topology.context import ProcessorContext, RecordMeta
+from streams.topology.errors import TopologyError, TopologyLoadError, TopologyValidationError
+from streams.topology.loader import load_topology
+from streams.topology.names import Owned, owned
+from streams.topology.plan import Plan, SinkTypeError
+from streams.topology.policy import ErrorAction, ErrorPolicy, ProcessingError, ProcessingFailure
+from streams.topology.topology import OwnedTopic, Topology
+
+__all__ = [
+    "ErrorAction",
+    "ErrorPolicy",
+    "Owned",
+    "OwnedTopic",
+    "Plan",
+    "ProcessingError",
+    "ProcessingFailure",
+    "ProcessorContext",
+    "RecordMeta",
+    "SinkTypeError",
+    "Stream",
+    "Topology",
+    "TopologyBuilder",
+    "TopologyError",
+    "TopologyLoadError",
+    "TopologyValidationError",
+    "load_topology",
+    "owned",
+]

@@ -1,0 +1,295 @@
+"""The DSL: ``TopologyBuilder`` and the fluent ``Stream`` it hands out.
+
+    builder = TopologyBuilder("orders")
+    placed = builder.source("orders", type="order.placed", version=2)
+    routes = placed.map(enrich).branch(accepted=is_ok, default="rejected")
+    routes["accepted"].map(to_accepted).to(owned("accepted"), type="order.accepted", version=1)
+    routes["rejected"].map(to_rejected).to(owned("rejected"), type="order.rejected", version=1)
+    topology = builder.build()     # validates; raises TopologyValidationError
+
+Every step takes ``name=`` (default: the function's name, made unique) and ``on_error=``
+(a policy for this step; see ``streams.topology.policy``). Nothing runs while building.
+The lower-level ``add_source`` / ``add_processor`` / ``add_sink`` wire nodes by name,
+like Kafka Streams' ``Topology`` API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from streams.envelope import Envelope
+from streams.topology.errors import TopologyError, TopologyValidationError
+from streams.topology.names import Owned, TopicRef
+from streams.topology.nodes import (
+    DEFAULT_OUTPUT,
+    Edge,
+    Node,
+    SinkNode,
+    SourceNode,
+    StepKind,
+    StepNode,
+)
+from streams.topology.policy import ErrorAction, ErrorPolicy, as_policy
+from streams.topology.topology import Topology
+from streams.topology.validation import CatalogLike, validate
+
+PolicyArg = ErrorPolicy | ErrorAction | str | None
+Name = str | None
+_DEFAULT_CATALOG: Any = object()  # sentinel: load streams.schemas.default_catalog()
+
+
+class TopologyBuilder:
+    """Collects nodes; ``build()`` checks them and returns a ``Topology``."""
+
+    def __init__(self, app_id: str, *, on_error: PolicyArg = None, description: str = "") -> None:
+        self.app_id = app_id
+        self.on_error = as_policy(on_error)
+        self.description = description
+        self._nodes: dict[str, Node] = {}
+        self._problems: list[str] = []
+
+    # -- fluent entry point --------------------------------------------------------------
+    def source(
+        self,
+        topic: TopicRef,
+        *,
+        type: str,
+        version: int,
+        name: str | None = None,
+    ) -> Stream:
+        """Read ``topic``; each record is decoded as ``type`` resolved to ``version``."""
+        node_name = self._unique(name or f"source-{_label(topic)}")
+        self.add_source(node_name, topic, type=type, version=version)
+        return Stream(self, Edge(node_name))
+
+    # -- lower-level API: nodes wired by name (parents may be added later) -----------------
+    def add_source(
+        self,
+        name: str,
+        topic: TopicRef,
+        *,
+        type: str,
+        version: int,
+    ) -> None:
+        self._add(SourceNode(name, topic, type, version))
+
+    def add_processor(
+        self,
+        name: str,
+        processor: Any,
+        parents: Sequence[str | Edge],
+        *,
+        outputs: Sequence[str] = (DEFAULT_OUTPUT,),
+        on_error: PolicyArg = None,
+    ) -> None:
+        """A processor (function or object with ``process``) reading ``parents``
+        (``"node"`` or ``"node:output"``) and forwarding to its declared ``outputs``."""
+        if not outputs:
+            raise TopologyError(f"processor {name!r} must declare at least one output")
+        self._add(
+            StepNode(
+                name,
+                StepKind.PROCESS,
+                tuple(Edge.parse(p) for p in parents),
+                fn=processor,
+                outputs=tuple(outputs),
+                on_error=as_policy(on_error),
+            )
+        )
+
+    def add_sink(
+        self,
+        name: str,
+        topic: TopicRef,
+        parents: Sequence[str | Edge],
+        *,
+        type: str,
+        version: int,
+    ) -> None:
+        self._add(SinkNode(name, topic, type, version, tuple(Edge.parse(p) for p in parents)))
+
+    # -- build -------------------------------------------------------------------------------
+    def build(self, catalog: CatalogLike | None = _DEFAULT_CATALOG) -> Topology:
+        """Validate and return the topology. Raises ``TopologyValidationError`` listing every
+        problem. ``catalog`` defaults to ``streams.schemas.default_catalog()``; pass None to
+        skip the schema checks."""
+        if catalog is _DEFAULT_CATALOG:
+            from streams.schemas import default_catalog  # noqa: PLC0415 - only when needed
+
+            catalog = default_catalog()
+        topology = Topology(
+            self.app_id, self._nodes, on_error=self.on_error, description=self.description
+        )
+        problems = self._problems + validate(topology, catalog)
+        if problems:
+            raise TopologyValidationError(self.app_id, problems)
+        return topology
+
+    # -- internals -----------------------------------------------------------------------
+    def _add(self, node: Node) -> None:
+        if node.name in self._nodes:
+            self._problems.append(f"two nodes are named {node.name!r}")
+            return
+        self._nodes[node.name] = node
+
+    def _unique(self, base: str) -> str:
+        if base not in self._nodes:
+            return base
+        n = 2
+        while f"{base}-{n}" in self._nodes:
+            n += 1
+        return f"{base}-{n}"
+
+    def _step(
+        self,
+        kind: StepKind,
+        parent: Edge,
+        fn: Any,
+        name: str | None,
+        on_error: PolicyArg,
+        **extra: Any,
+    ) -> str:
+        if fn is not None and not callable(fn) and not callable(getattr(fn, "process", None)):
+            raise TopologyError(f"{kind} step needs a function, got {fn!r}")
+        node_name = self._unique(name or _fn_name(fn) or str(kind))
+        self._add(
+            StepNode(node_name, kind, (parent,), fn=fn, on_error=as_policy(on_error), **extra)
+        )
+        return node_name
+
+
+class Stream:
+    """One output of a node; each method adds a child step and returns its output."""
+
+    __slots__ = ("_builder", "_edge")
+
+    def __init__(self, builder: TopologyBuilder, edge: Edge) -> None:
+        self._builder = builder
+        self._edge = edge
+
+    @property
+    def node(self) -> str:
+        """The name of the node (and ``:output``) this stream comes from."""
+        return str(self._edge)
+
+    def _then(self, kind: StepKind, fn: Any, name: str | None, on_error: PolicyArg) -> Stream:
+        return Stream(
+            self._builder, Edge(self._builder._step(kind, self._edge, fn, name, on_error))
+        )
+
+    def map(
+        self,
+        fn: Callable[[Envelope], Envelope],
+        *,
+        name: str | None = None,
+        on_error: PolicyArg = None,
+    ) -> Stream:
+        """Replace each envelope with ``fn(envelope)``."""
+        return self._then(StepKind.MAP, fn, name, on_error)
+
+    def filter(
+        self, fn: Callable[[Envelope], bool], *, name: str | None = None, on_error: PolicyArg = None
+    ) -> Stream:
+        """Keep envelopes for which ``fn`` is true; drop the rest."""
+        return self._then(StepKind.FILTER, fn, name, on_error)
+
+    def flat_map(
+        self,
+        fn: Callable[[Envelope], Iterable[Envelope]],
+        *,
+        name: str | None = None,
+        on_error: PolicyArg = None,
+    ) -> Stream:
+        """Replace each envelope with zero or more, in the order ``fn`` yields them."""
+        return self._then(StepKind.FLAT_MAP, fn, name, on_error)
+
+    def peek(
+        self,
+        fn: Callable[[Envelope], object],
+        *,
+        name: str | None = None,
+        on_error: PolicyArg = None,
+    ) -> Stream:
+        """Call ``fn`` for its side effect; pass the envelope on unchanged."""
+        return self._then(StepKind.PEEK, fn, name, on_error)
+
+    def rekey(
+        self, fn: Callable[[Envelope], str], *, name: str | None = None, on_error: PolicyArg = None
+    ) -> Stream:
+        """Set each envelope's key to ``fn(envelope)``; sinks partition by the new key."""
+        return self._then(StepKind.REKEY, fn, name, on_error)
+
+    def process(
+        self,
+        processor: Any,
+        *,
+        outputs: Sequence[str] | None = None,
+        name: str | None = None,
+        on_error: PolicyArg = None,
+    ) -> Any:
+        """A processor: ``fn(envelope, ctx)`` or an object with ``process(envelope, ctx)``
+        (a class is instantiated once per run; ``init(ctx)`` and ``close()`` are called when
+        present). It forwards with ``ctx.forward(env, to=...)``; a returned envelope (or
+        iterable of them) goes to the only output. Returns a ``Stream``, or with
+        ``outputs=[...]`` a ``dict`` of them by output name."""
+        outs = tuple(outputs) if outputs else (DEFAULT_OUTPUT,)
+        node_name = self._builder._step(
+            StepKind.PROCESS, self._edge, processor, name, on_error, outputs=outs
+        )
+        if outputs is None:
+            return Stream(self._builder, Edge(node_name))
+        return {o: Stream(self._builder, Edge(node_name, o)) for o in outs}
+
+    def branch(
+        self,
+        *,
+        default: str | None = None,
+        name: str | None = None,
+        on_error: PolicyArg = None,
+        **predicates: Callable[[Envelope], bool],
+    ) -> dict[str, Stream]:
+        """Route each envelope to the first output whose predicate is true (predicates are
+        tried in the order given), else to ``default`` when named, else drop it. Returns
+        the output streams by name."""
+        if not predicates:
+            raise TopologyError("branch needs at least one predicate: branch(name=predicate)")
+        outs = tuple(predicates) + ((default,) if default else ())
+        node_name = self._builder._step(
+            StepKind.BRANCH,
+            self._edge,
+            None,
+            name or "branch",
+            on_error,
+            outputs=outs,
+            predicates=tuple(predicates.items()),
+            default=default,
+        )
+        return {o: Stream(self._builder, Edge(node_name, o)) for o in outs}
+
+    def to(
+        self,
+        topic: TopicRef,
+        *,
+        type: str,
+        version: int,
+        name: str | None = None,
+    ) -> None:
+        """Write each envelope to ``topic`` (a name, or ``owned("x")`` for ``<app>-x``).
+        Envelopes must be of ``type``@``version``: anything else fails the record."""
+        b = self._builder
+        node_name = b._unique(name or f"sink-{_label(topic)}")
+        b.add_sink(node_name, topic, [self._edge], type=type, version=version)
+
+
+def _fn_name(fn: Any) -> str | None:
+    if fn is None:
+        return None
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    if not name or name == "<lambda>":
+        return None
+    return str(name).lower() if isinstance(fn, type) else str(name)
+
+
+def _label(topic: TopicRef) -> str:
+    return topic.name if isinstance(topic, Owned) else topic

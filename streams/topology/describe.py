@@ -1,0 +1,75 @@
+"""Human-readable forms of a topology: text (like Kafka Streams' ``Topology.describe()``)
+and a Mermaid flowchart. Both list the topics the topology reads, writes and owns."""
+
+from __future__ import annotations
+
+from streams.topology.nodes import DEFAULT_OUTPUT, Node, SinkNode, SourceNode, StepNode
+from streams.topology.topology import Topology
+
+
+def _what(t: Topology, node: Node) -> str:
+    if isinstance(node, SourceNode):
+        return (
+            f"Source: {node.name} (topic: {t.topic(node.topic)}, reads {node.type}@{node.version})"
+        )
+    if isinstance(node, SinkNode):
+        return (
+            f"Sink: {node.name} (topic: {t.topic(node.topic)}, writes {node.type}@{node.version})"
+        )
+    fn = node.describe_fn()
+    detail = f"{node.kind}{', ' + fn if fn and fn != node.name else ''}"
+    if node.on_error is not None:
+        detail += f", on_error: {getattr(node.on_error, '__name__', node.on_error)}"
+    return f"Processor: {node.name} ({detail})"
+
+
+def describe_text(t: Topology) -> str:
+    lines = [f"Topology: {t.app_id}"]
+    if t.description:
+        lines.append(f"  {t.description}")
+    for node in t.nodes.values():
+        lines.append(f"  {_what(t, node)}")
+        for out, kids in t.children(node.name).items():
+            label = "" if out == DEFAULT_OUTPUT else f" [{out}]"
+            if kids:
+                lines.append(f"    -->{label} {', '.join(kids)}")
+        if node.parents:
+            lines.append(f"    <-- {', '.join(str(p) for p in node.parents)}")
+    lines.append("Topics:")
+    lines.append(f"  read:    {', '.join(t.topics_read) or '-'}")
+    lines.append(f"  written: {', '.join(t.topics_written) or '-'}")
+    owned = [f"{o.name} ({o.purpose})" for o in t.owned_topics]
+    lines.append(f"  owned:   {', '.join(owned) or '-'}")
+    return "\n".join(lines) + "\n"
+
+
+def _id(prefix: str, name: str) -> str:
+    return prefix + "".join(c if c.isalnum() else "_" for c in name)
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', "#quot;") + '"'
+
+
+def describe_mermaid(t: Topology) -> str:
+    lines = ["flowchart LR"]
+    owned = {o.name for o in t.owned_topics}
+    for topic in dict.fromkeys([*t.topics_read, *t.topics_written]):
+        tag = " (owned)" if topic in owned else ""
+        lines.append(f"  {_id('t_', topic)}[({_quote(topic + tag)})]")
+    for node in t.nodes.values():
+        nid = _id("n_", node.name)
+        if isinstance(node, SourceNode):
+            lines.append(f"  {nid}[/{_quote(f'{node.name}: {node.type}@{node.version}')}/]")
+            lines.append(f"  {_id('t_', t.topic(node.topic))} --> {nid}")
+        elif isinstance(node, SinkNode):
+            lines.append(f"  {nid}[\\{_quote(f'{node.name}: {node.type}@{node.version}')}\\]")
+            lines.append(f"  {nid} --> {_id('t_', t.topic(node.topic))}")
+        elif isinstance(node, StepNode):
+            shape = ("{", "}") if node.kind == "branch" else ("[", "]")
+            lines.append(f"  {nid}{shape[0]}{_quote(f'{node.name} ({node.kind})')}{shape[1]}")
+        for out, kids in t.children(node.name).items():
+            arrow = "-->" if out == DEFAULT_OUTPUT else f"-->|{out}|"
+            for kid in kids:
+                lines.append(f"  {nid} {arrow} {_id('n_', kid)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,87 @@
+"""Load a topology from a Python file, as ``streams run`` and ``streams describe`` do.
+
+A topology file exposes its topology in one of two ways (first found wins):
+
+- ``build(**params) -> Topology``: a function, called with the ``--set key=value`` params
+  (and ``app_id`` when ``--app-id`` is given and ``build`` accepts it);
+- ``topology``: a module-level ``Topology`` object.
+
+``--app-id`` always wins: the topology is re-scoped with ``Topology.with_app_id``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+
+from streams.errors import StreamsError
+from streams.topology.errors import TopologyError, TopologyLoadError
+from streams.topology.topology import Topology
+
+
+def import_file(path: str | Path) -> ModuleType:
+    """Import a Python file as a module (for topology files and their helpers)."""
+    path = Path(path)
+    if not path.is_file():
+        raise TopologyLoadError(f"no topology file at {path}")
+    name = f"_streams_topology_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TopologyLoadError(f"{path} is not an importable Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except StreamsError:
+        raise
+    except Exception as exc:
+        raise TopologyLoadError(f"{path}: importing failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def load_topology(
+    path: str | Path, *, app_id: str | None = None, params: Mapping[str, str] | None = None
+) -> Topology:
+    """Import ``path`` and return its topology. Raises ``TopologyLoadError`` when the file
+    is missing, fails to import, or exposes neither ``build`` nor ``topology``; validation
+    errors of the topology itself propagate as ``TopologyValidationError``."""
+    path = Path(path)
+    module = import_file(path)
+    params = dict(params or {})
+    build = getattr(module, "build", None)
+    if callable(build):
+        accepted = inspect.signature(build).parameters
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+        if app_id is not None and ("app_id" in accepted or takes_any):
+            params.setdefault("app_id", app_id)
+        unknown = [k for k in params if k not in accepted and not takes_any]
+        if unknown:
+            raise TopologyLoadError(
+                f"{path}: build() takes no parameter {', '.join(map(repr, unknown))} "
+                f"(it takes: {', '.join(accepted) or 'none'})"
+            )
+        try:
+            result = build(**params)
+        except StreamsError:
+            raise
+        except Exception as exc:
+            raise TopologyLoadError(f"{path}: build() failed: {type(exc).__name__}: {exc}") from exc
+    elif hasattr(module, "topology"):
+        if params:
+            raise TopologyLoadError(f"{path}: exposes a `topology` object, which takes no --set")
+        result = module.topology
+    else:
+        raise TopologyLoadError(
+            f"{path} exposes no topology: define `build()` returning one, or a module-level "
+            "`topology`"
+        )
+    if not isinstance(result, Topology):
+        hint = " (did you forget .build()?)" if hasattr(result, "build") else ""
+        raise TopologyError(f"{path}: expected a Topology, got {type(result).__name__}{hint}")
+    if app_id is not None and result.app_id != app_id:
+        result = result.with_app_id(app_id)
+    return result

@@ -1,0 +1,104 @@
+"""The nodes of a topology description: sources, steps and sinks, linked by parent names.
+
+Nodes are plain data. Functions are kept as given; nothing here runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from streams.topology.names import TopicRef
+from streams.topology.policy import ErrorPolicy
+
+DEFAULT_OUTPUT = "out"
+
+
+class StepKind(StrEnum):
+    MAP = "map"
+    FILTER = "filter"
+    FLAT_MAP = "flat_map"
+    PEEK = "peek"
+    REKEY = "rekey"
+    BRANCH = "branch"
+    PROCESS = "process"
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """``node``'s output ``output`` feeds the child that holds this edge."""
+
+    node: str
+    output: str = DEFAULT_OUTPUT
+
+    def __str__(self) -> str:
+        return self.node if self.output == DEFAULT_OUTPUT else f"{self.node}:{self.output}"
+
+    @classmethod
+    def parse(cls, ref: str | Edge) -> Edge:
+        """``"node"`` or ``"node:output"``."""
+        if isinstance(ref, Edge):
+            return ref
+        node, _, output = ref.partition(":")
+        return cls(node, output or DEFAULT_OUTPUT)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceNode:
+    """Reads ``topic``; decodes each record as ``type``, resolved to reader ``version``."""
+
+    name: str
+    topic: TopicRef
+    type: str
+    version: int
+    outputs: tuple[str, ...] = (DEFAULT_OUTPUT,)
+    parents: tuple[Edge, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StepNode:
+    """One step. ``fn`` depends on ``kind``:
+
+    - map: ``(Envelope) -> Envelope``; filter: ``(Envelope) -> bool``;
+    - flat_map: ``(Envelope) -> Iterable[Envelope]``; peek: ``(Envelope) -> None``;
+    - rekey: ``(Envelope) -> str`` (the new key);
+    - process: a function ``(Envelope, ProcessorContext) -> None | Envelope | Iterable``
+      or an object with such a ``process`` method (a class is instantiated once per run);
+    - branch: ``predicates`` holds ``(output, predicate)`` pairs, first match wins; records
+      that match none go to ``default`` when set, else are dropped like a filter's.
+    """
+
+    name: str
+    kind: StepKind
+    parents: tuple[Edge, ...]
+    fn: Any = None
+    outputs: tuple[str, ...] = (DEFAULT_OUTPUT,)
+    predicates: tuple[tuple[str, Callable[[Any], bool]], ...] = ()
+    default: str | None = None
+    on_error: ErrorPolicy | None = None
+
+    def describe_fn(self) -> str:
+        target = self.fn
+        if target is None:
+            return ""
+        if isinstance(target, type):
+            return target.__qualname__
+        name = getattr(target, "__qualname__", None) or type(target).__qualname__
+        return str(name)
+
+
+@dataclass(frozen=True, slots=True)
+class SinkNode:
+    """Writes envelopes of ``type``@``version`` to ``topic``, keyed by the envelope's key."""
+
+    name: str
+    topic: TopicRef
+    type: str
+    version: int
+    parents: tuple[Edge, ...]
+    outputs: tuple[str, ...] = ()
+
+
+Node = SourceNode | StepNode | SinkNode

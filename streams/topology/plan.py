@@ -1,0 +1,250 @@
+"""The executable form of a topology: each node compiled into a small closure.
+
+Both executors (the native runtime and the test driver) build a ``Plan`` and feed it one
+decoded envelope at a time, in offset order per partition, after setting
+``plan.current.message``. Everything runs synchronously on the caller's thread: when
+``run`` returns, every sink the record reaches has been handed its envelope through
+``emit`` (in the order the steps produced them). Nothing here touches Kafka.
+
+Errors: a step whose function raises, or a sink whose envelope fails to encode
+(``EncodeError`` from ``emit``), becomes ``StepFailed`` (carrying the step name and its own
+policy), which propagates out of ``run`` for the executor to apply the policy. Any other
+exception from ``emit`` (a broken producer) propagates unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from streams.codec.errors import EncodeError
+from streams.envelope import Envelope
+from streams.topology.context import Current, ProcessorContext
+from streams.topology.errors import TopologyError
+from streams.topology.nodes import SinkNode, SourceNode, StepKind, StepNode
+from streams.topology.policy import StepFailed
+from streams.topology.topology import Topology
+
+Emit = Callable[[SinkNode, str, Envelope], None]
+Run = Callable[[Envelope], None]
+
+
+class SinkTypeError(TopologyError):
+    """An envelope reached a sink declared for another type or version."""
+
+
+def _noop(_env: Envelope) -> None:
+    return None
+
+
+class Plan:
+    """Compiled nodes of ``topology`` for one run. ``emit(sink, topic, envelope)`` receives
+    every output. ``entry(topic)`` gives the function that runs one envelope read from
+    ``topic``; ``close()`` closes class processors."""
+
+    def __init__(
+        self, topology: Topology, emit: Emit, stores: Mapping[str, Any] | None = None
+    ) -> None:
+        self.topology = topology
+        self.current = Current()
+        self._emit = emit
+        self._stores = dict(stores or {})
+        self._compiled: dict[str, Run] = {}
+        self._closers: list[Callable[[], object]] = []
+        self.sources: dict[str, SourceNode] = {}
+        self.entries: dict[str, Run] = {}
+        for src in topology.sources:
+            topic = topology.topic(src.topic)
+            self.sources[topic] = src
+            self.entries[topic] = self._compile(src.name)
+
+    def entry(self, topic: str) -> Run:
+        return self.entries[topic]
+
+    def close(self) -> None:
+        for close in self._closers:
+            close()
+        self._closers.clear()
+
+    # -- compilation ---------------------------------------------------------------------
+    def _compile(self, name: str) -> Run:
+        run = self._compiled.get(name)
+        if run is None:
+            run = self._build(name)
+            self._compiled[name] = run
+        return run
+
+    def _outputs(self, name: str) -> dict[str, Run]:
+        return {
+            out: _fan_out([self._compile(k) for k in kids])
+            for out, kids in self.topology.children(name).items()
+        }
+
+    def _build(self, name: str) -> Run:
+        node = self.topology.nodes[name]
+        if isinstance(node, SinkNode):
+            return self._sink(node)
+        outs = self._outputs(name)
+        if isinstance(node, SourceNode):
+            return outs[node.outputs[0]]
+        return _STEP_BUILDERS[node.kind](self, node, outs)
+
+    def _sink(self, node: SinkNode) -> Run:
+        topic = self.topology.topic(node.topic)
+        emit = self._emit
+        want_type, want_version, name = node.type, node.version, node.name
+
+        def sink(env: Envelope) -> None:
+            if env.type != want_type or env.version != want_version:
+                err = SinkTypeError(
+                    f"sink {name!r} writes {want_type}@{want_version} to {topic!r}, "
+                    f"got an envelope of {env.type}@{env.version}"
+                )
+                raise StepFailed(name, err, None)
+            try:
+                emit(node, topic, env)
+            except EncodeError as exc:  # the payload does not fit the sink's schema
+                raise StepFailed(name, exc, None) from exc
+
+        return sink
+
+    def _process(self, node: StepNode, outs: dict[str, Run]) -> Run:
+        target = node.fn() if isinstance(node.fn, type) else node.fn
+        method: Callable[[Envelope, ProcessorContext], Any] = getattr(target, "process", target)
+        ctx = ProcessorContext(self.topology.app_id, node.name, self.current, outs, self._stores)
+        init = getattr(target, "init", None)
+        if callable(init):
+            init(ctx)
+        close = getattr(target, "close", None)
+        if callable(close):
+            self._closers.append(close)
+        name, policy = node.name, node.on_error
+
+        def process(env: Envelope) -> None:
+            try:
+                result = method(env, ctx)
+                if result is None:
+                    return
+                if isinstance(result, Envelope):
+                    ctx.forward(result)
+                else:
+                    for item in result:
+                        ctx.forward(item)
+            except StepFailed:
+                raise
+            except Exception as exc:
+                raise StepFailed(name, exc, policy) from exc
+
+        return process
+
+
+def _fan_out(children: list[Run]) -> Run:
+    if not children:
+        return _noop
+    if len(children) == 1:
+        return children[0]
+
+    def fan_out(env: Envelope) -> None:
+        for child in children:
+            child(env)
+
+    return fan_out
+
+
+def _map(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
+
+    def map_step(env: Envelope) -> None:
+        try:
+            result = fn(env)
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        nxt(result)
+
+    return map_step
+
+
+def _filter(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
+
+    def filter_step(env: Envelope) -> None:
+        try:
+            keep = fn(env)
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        if keep:
+            nxt(env)
+
+    return filter_step
+
+
+def _flat_map(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
+
+    def flat_map_step(env: Envelope) -> None:
+        try:
+            items = list(fn(env))
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        for item in items:
+            nxt(item)
+
+    return flat_map_step
+
+
+def _peek(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
+
+    def peek_step(env: Envelope) -> None:
+        try:
+            fn(env)
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        nxt(env)
+
+    return peek_step
+
+
+def _rekey(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
+
+    def rekey_step(env: Envelope) -> None:
+        try:
+            key = fn(env)
+            if not isinstance(key, str):
+                raise TypeError(f"rekey function must return a str, got {type(key).__name__}")
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        nxt(env.with_data(env.data, key=key))
+
+    return rekey_step
+
+
+def _branch(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    routes = [(pred, outs[out]) for out, pred in node.predicates]
+    default = outs[node.default] if node.default else _noop
+    name, policy = node.name, node.on_error
+
+    def branch_step(env: Envelope) -> None:
+        try:
+            nxt = default
+            for pred, route in routes:
+                if pred(env):
+                    nxt = route
+                    break
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        nxt(env)
+
+    return branch_step
+
+
+_STEP_BUILDERS: dict[StepKind, Callable[[Plan, StepNode, dict[str, Run]], Run]] = {
+    StepKind.MAP: _map,
+    StepKind.FILTER: _filter,
+    StepKind.FLAT_MAP: _flat_map,
+    StepKind.PEEK: _peek,
+    StepKind.REKEY: _rekey,
+    StepKind.BRANCH: _branch,
+    StepKind.PROCESS: Plan._process,
+}

@@ -1,0 +1,88 @@
+"""What happens when a record cannot be processed: the error-policy hook.
+
+A policy is a function ``(failure: ProcessingFailure) -> ErrorAction``, set for the whole
+topology (``TopologyBuilder(on_error=...)``) and optionally per step (``on_error=`` on any
+step). The step's policy wins. The executor (runtime or test driver) asks the policy once
+per failed record and then:
+
+- ``FAIL``: stop. The runtime flushes the outputs of earlier records, commits their
+  offsets (never the failed record's) and exits non-zero; the test driver raises
+  ``ProcessingError``. This is the default: nothing is ever dropped silently.
+- ``SKIP``: count the record as skipped, log it at WARNING and move on (its offset counts
+  as done). Outputs it produced before the failure stand.
+
+Retry tiers and the dead-letter topic add their actions here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from streams.envelope import Envelope
+from streams.topology.context import RecordMeta
+from streams.topology.errors import TopologyError
+
+
+class ErrorAction(StrEnum):
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessingFailure:
+    """One record that failed: where (``step``: a node name, or ``decode``), why, and what."""
+
+    step: str
+    error: BaseException
+    record: RecordMeta
+    envelope: Envelope | None  # None when decoding failed
+
+
+ErrorPolicy = Callable[[ProcessingFailure], ErrorAction]
+
+
+def fail(_failure: ProcessingFailure) -> ErrorAction:
+    """The default policy: stop processing at the first failed record."""
+    return ErrorAction.FAIL
+
+
+def skip(_failure: ProcessingFailure) -> ErrorAction:
+    """Log and skip records that fail."""
+    return ErrorAction.SKIP
+
+
+def as_policy(value: ErrorPolicy | ErrorAction | str | None) -> ErrorPolicy | None:
+    """Accept a policy function, an action, or its name (``"fail"``, ``"skip"``)."""
+    if value is None or callable(value):
+        return value
+    try:
+        action = ErrorAction(value)
+    except ValueError:
+        raise TopologyError(
+            f"unknown error policy {value!r}: use {[a.value for a in ErrorAction]} or a function"
+        ) from None
+    return fail if action is ErrorAction.FAIL else skip
+
+
+class StepFailed(Exception):  # noqa: N818 - a signal between executor frames, not a user error
+    """Raised inside an executing plan when a step's function raised; carries the step."""
+
+    def __init__(self, step: str, error: BaseException, policy: ErrorPolicy | None) -> None:
+        super().__init__(step, error)
+        self.step = step
+        self.error = error
+        self.policy = policy
+
+
+class ProcessingError(TopologyError):
+    """A record failed and the policy said FAIL (raised by the test driver)."""
+
+    def __init__(self, failure: ProcessingFailure) -> None:
+        self.failure = failure
+        r = failure.record
+        super().__init__(
+            f"step {failure.step!r} failed on {r.topic}[{r.partition}]@{r.offset}: "
+            f"{type(failure.error).__name__}: {failure.error}"
+        )

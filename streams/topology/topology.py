@@ -1,0 +1,111 @@
+"""A built, validated topology: a description of what to run, separate from running it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from streams.topology.names import Owned, TopicRef, resolve_topic
+from streams.topology.nodes import Node, SinkNode, SourceNode, StepNode
+from streams.topology.policy import ErrorPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class OwnedTopic:
+    """A topic the app owns and creates when missing; ``purpose`` says what it holds."""
+
+    name: str
+    purpose: str  # "output" today; "changelog", "retry", "dlq" later
+    config: Mapping[str, str]
+
+
+class Topology:
+    """What ``TopologyBuilder.build()`` returns: nodes in build order, by name.
+
+    Immutable by convention; ``with_app_id`` gives a copy for another app id (owned topic
+    names follow it). Run it with ``streams run``, the runtime or the ``TestDriver``.
+    """
+
+    def __init__(
+        self,
+        app_id: str,
+        nodes: Mapping[str, Node],
+        *,
+        on_error: ErrorPolicy | None = None,
+        description: str = "",
+    ) -> None:
+        self.app_id = app_id
+        self.nodes: dict[str, Node] = dict(nodes)
+        self.on_error = on_error
+        self.description = description
+        children: dict[str, dict[str, list[str]]] = {
+            name: {out: [] for out in node.outputs} for name, node in self.nodes.items()
+        }
+        for name, node in self.nodes.items():
+            for edge in node.parents:
+                children.setdefault(edge.node, {}).setdefault(edge.output, []).append(name)
+        self._children = children
+
+    def with_app_id(self, app_id: str) -> Topology:
+        """The same topology under another app id (group id and owned topic names change)."""
+        return Topology(app_id, self.nodes, on_error=self.on_error, description=self.description)
+
+    def children(self, node: str) -> dict[str, list[str]]:
+        """``{output: [child node names]}`` of ``node``, outputs in declaration order."""
+        return self._children.get(node, {})
+
+    @property
+    def sources(self) -> list[SourceNode]:
+        return [n for n in self.nodes.values() if isinstance(n, SourceNode)]
+
+    @property
+    def sinks(self) -> list[SinkNode]:
+        return [n for n in self.nodes.values() if isinstance(n, SinkNode)]
+
+    @property
+    def steps(self) -> list[StepNode]:
+        return [n for n in self.nodes.values() if isinstance(n, StepNode)]
+
+    def topic(self, ref: TopicRef) -> str:
+        """The concrete name of a topic reference under this app id."""
+        return resolve_topic(ref, self.app_id)
+
+    def source_for(self, topic: str) -> SourceNode:
+        for s in self.sources:
+            if self.topic(s.topic) == topic:
+                return s
+        raise KeyError(topic)
+
+    @property
+    def topics_read(self) -> list[str]:
+        return _unique(self.topic(s.topic) for s in self.sources)
+
+    @property
+    def topics_written(self) -> list[str]:
+        return _unique(self.topic(s.topic) for s in self.sinks)
+
+    @property
+    def owned_topics(self) -> list[OwnedTopic]:
+        """Topics this app owns (named from its app id): created by the runtime if missing."""
+        seen: dict[str, OwnedTopic] = {}
+        for sink in self.sinks:
+            if isinstance(sink.topic, Owned):
+                name = self.topic(sink.topic)
+                seen.setdefault(name, OwnedTopic(name, "output", {}))
+        return list(seen.values())
+
+    def describe(self, format: str = "text") -> str:
+        """Text like Kafka Streams' ``Topology.describe()``, or a Mermaid flowchart."""
+        # describe imports this module: import on use
+        from streams.topology.describe import describe_mermaid, describe_text  # noqa: PLC0415
+
+        if format == "mermaid":
+            return describe_mermaid(self)
+        return describe_text(self)
+
+    def __repr__(self) -> str:
+        return f"Topology(app_id={self.app_id!r}, nodes={list(self.nodes)})"
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,156 @@
+"""Build-time checks of a topology. Each problem is one sentence naming the node at fault.
+
+Checked: app id and topic names; duplicate and unknown node names; cycles (between steps,
+and through topics: a sink writing a topic the topology reads); outputs that go nowhere;
+sources and sinks whose ``type``@``version`` the schema catalog does not have.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from streams.topology.names import check_app_id, check_topic
+from streams.topology.nodes import SinkNode, SourceNode, StepKind, StepNode
+from streams.topology.topology import Topology
+
+
+class CatalogLike(Protocol):
+    """The part of ``streams.schemas.SchemaCatalog`` validation needs."""
+
+    def has(self, type: str, version: int) -> bool: ...
+    def versions(self, type: str) -> list[int]: ...
+
+
+def validate(topology: Topology, catalog: CatalogLike | None) -> list[str]:
+    """Every problem found, in node order (empty when the topology is sound)."""
+    problems: list[str] = []
+    app_problem = check_app_id(topology.app_id)
+    if app_problem:
+        problems.append(app_problem)
+    if not topology.sources:
+        problems.append("no source: add one with builder.source(topic, type=..., version=...)")
+    problems += _links(topology)
+    problems += _cycles(topology)
+    problems += _topics(topology)
+    problems += _dead_ends(topology)
+    if catalog is not None:
+        problems += _schemas(topology, catalog)
+    return problems
+
+
+def _links(t: Topology) -> list[str]:
+    out = []
+    for node in t.nodes.values():
+        for edge in node.parents:
+            parent = t.nodes.get(edge.node)
+            if parent is None:
+                out.append(f"{node.name!r} reads from unknown node {edge.node!r}")
+            elif edge.output not in parent.outputs:
+                declared = ", ".join(parent.outputs) or "none"
+                out.append(
+                    f"{node.name!r} reads output {edge.output!r} of {edge.node!r}, "
+                    f"which declares outputs: {declared}"
+                )
+    return out
+
+
+def _cycles(t: Topology) -> list[str]:
+    """Depth-first search for a back edge; reports each cycle once, as a path."""
+    white, grey, black = 0, 1, 2
+    color = dict.fromkeys(t.nodes, white)
+    found: list[str] = []
+
+    def visit(name: str, path: list[str]) -> None:
+        color[name] = grey
+        path.append(name)
+        for kids in t.children(name).values():
+            for kid in kids:
+                if kid not in color:
+                    continue
+                if color[kid] == grey:
+                    loop = [*path[path.index(kid) :], kid]
+                    found.append("cycle: " + " -> ".join(repr(n) for n in loop))
+                elif color[kid] == white:
+                    visit(kid, path)
+        path.pop()
+        color[name] = black
+
+    for name in t.nodes:
+        if color[name] == white:
+            visit(name, [])
+    return found
+
+
+def _topics(t: Topology) -> list[str]:
+    out = []
+    read: dict[str, str] = {}
+    for src in t.sources:
+        topic = t.topic(src.topic)
+        bad = check_topic(topic)
+        if bad:
+            out.append(f"source {src.name!r}: {bad}")
+        if topic in read:
+            out.append(f"sources {read[topic]!r} and {src.name!r} both read topic {topic!r}")
+        read.setdefault(topic, src.name)
+    for sink in t.sinks:
+        topic = t.topic(sink.topic)
+        bad = check_topic(topic)
+        if bad:
+            out.append(f"sink {sink.name!r}: {bad}")
+        if topic in read:
+            out.append(
+                f"cycle through topic {topic!r}: sink {sink.name!r} writes the topic "
+                f"source {read[topic]!r} reads"
+            )
+    return out
+
+
+def _dead_ends(t: Topology) -> list[str]:
+    out = []
+    for node in t.nodes.values():
+        if isinstance(node, SinkNode):
+            continue
+        kids = t.children(node.name)
+        what = "source" if isinstance(node, SourceNode) else f"step ({node.kind})"
+        if len(node.outputs) == 1:
+            if not kids.get(node.outputs[0]):
+                out.append(
+                    f"{what} {node.name!r} goes nowhere: nothing reads its output "
+                    "(add a step or .to(...), or remove it)"
+                )
+            continue
+        for output in node.outputs:
+            if not kids.get(output):
+                out.append(
+                    f"output {output!r} of {what} {node.name!r} is unused: "
+                    "connect it (e.g. .to(...)) or remove it"
+                )
+        if isinstance(node, StepNode) and node.kind is StepKind.BRANCH:
+            names = [n for n, _ in node.predicates] + ([node.default] if node.default else [])
+            if len(set(names)) != len(names):
+                out.append(f"branch {node.name!r} names an output twice: {names}")
+    return out
+
+
+def _schemas(t: Topology, catalog: CatalogLike) -> list[str]:
+    out = []
+    nodes: list[SourceNode | SinkNode] = [*t.sources, *t.sinks]
+    for node in nodes:
+        if catalog.has(node.type, node.version):
+            continue
+        role = "source" if isinstance(node, SourceNode) else "sink"
+        known = catalog.versions(node.type) if _has_type(catalog, node.type) else []
+        have = (
+            f"known versions: {', '.join(f'v{v}' for v in known)}"
+            if known
+            else f"no schemas/{node.type}/ folder"
+        )
+        out.append(f"{role} {node.name!r} uses unknown schema {node.type}@{node.version} ({have})")
+    return out
+
+
+def _has_type(catalog: CatalogLike, type_: str) -> bool:
+    try:
+        return bool(catalog.versions(type_))
+    except LookupError:
+        return False

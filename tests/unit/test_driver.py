@@ -1,0 +1,255 @@
+"""The in-memory TestDriver: steps, processors, ordering and error policies, no broker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from streams.codec import EncodeError
+from streams.envelope import Envelope
+from streams.schemas import default_catalog
+from streams.testing import TestDriver
+from streams.topology import (
+    ErrorAction,
+    ProcessingError,
+    ProcessingFailure,
+    ProcessorContext,
+    SinkTypeError,
+    Topology,
+    TopologyBuilder,
+    owned,
+)
+from streams.topology.partitioning import partition_for
+
+T, V = "order.placed", 2
+
+
+def order(n: int, key: str = "k1", total: int = 100) -> Envelope:
+    data = {"order_id": f"o-{n}", "customer_id": key, "items": [], "total_cents": total}
+    return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key=key)
+
+
+def with_total(env: Envelope, total: int) -> Envelope:
+    return env.with_data({**env.data, "total_cents": total})
+
+
+def build(wire: Any, *, on_error: Any = None) -> Topology:
+    b = TopologyBuilder("app", on_error=on_error)
+    wire(b.source("in", type=T, version=V))
+    return b.build(default_catalog())
+
+
+def totals(envs: list[Envelope]) -> list[int]:
+    return [e.data["total_cents"] for e in envs]
+
+
+def test_map_filter_flat_map_peek_and_rekey_compose_in_order() -> None:
+    seen: list[str] = []
+
+    def wire(s: Any) -> None:
+        (
+            s.filter(lambda e: e.data["total_cents"] > 0)
+            .map(lambda e: with_total(e, e.data["total_cents"] * 10))
+            .flat_map(lambda e: [e, with_total(e, e.data["total_cents"] + 1)])
+            .peek(lambda e: seen.append(e.data["order_id"]))
+            .rekey(lambda e: e.data["order_id"])
+            .to(owned("out"), type=T, version=V)
+        )
+
+    with TestDriver(build(wire)) as driver:
+        driver.pipe("in", [order(1, total=1), order(2, total=0), order(3, total=3)])
+        out = driver.read("app-out")
+    assert totals(out) == [10, 11, 30, 31]
+    assert [e.key for e in out] == ["o-1", "o-1", "o-3", "o-3"]
+    assert seen == ["o-1", "o-1", "o-3", "o-3"]
+    assert driver.read("app-out") == []  # read drains; records() does not
+    assert len(driver.records("app-out")) == 4
+
+
+def test_branch_first_match_wins_and_default_catches_the_rest() -> None:
+    def wire(s: Any) -> None:
+        r = s.branch(
+            big=lambda e: e.data["total_cents"] >= 100,
+            mid=lambda e: e.data["total_cents"] >= 10,
+            default="small",
+        )
+        for name, stream in r.items():
+            stream.to(owned(name), type=T, version=V)
+
+    with TestDriver(build(wire)) as d:
+        d.pipe("in", [order(1, total=500), order(2, total=50), order(3, total=5)])
+        assert (totals(d.read("app-big")), totals(d.read("app-mid"))) == ([500], [50])
+        assert totals(d.read("app-small")) == [5]
+
+
+class Splitter:
+    """A class processor: instantiated once per run, init/close called."""
+
+    events: list[str] = []
+
+    def init(self, ctx: ProcessorContext) -> None:
+        Splitter.events.append(f"init {ctx.node}")
+
+    def process(self, env: Envelope, ctx: ProcessorContext) -> None:
+        meta = ctx.record
+        tagged = env.with_data({**env.data, "order_id": f"{meta.topic}/{meta.offset}"})
+        ctx.forward(tagged, to="even" if meta.offset % 2 == 0 else "odd")
+
+    def close(self) -> None:
+        Splitter.events.append("close")
+
+
+def test_class_processor_forwards_to_named_outputs_and_sees_record_metadata() -> None:
+    def wire(s: Any) -> None:
+        outs = s.process(Splitter, outputs=["even", "odd"])
+        outs["even"].to(owned("even"), type=T, version=V)
+        outs["odd"].to(owned("odd"), type=T, version=V)
+
+    Splitter.events.clear()
+    with TestDriver(build(wire)) as d:
+        d.pipe("in", [order(i) for i in range(3)])
+        assert [e.data["order_id"] for e in d.read("app-even")] == ["in/0", "in/2"]
+        assert [e.data["order_id"] for e in d.read("app-odd")] == ["in/1"]
+    assert Splitter.events == ["init splitter", "close"]
+
+
+def test_function_processor_may_return_envelopes() -> None:
+    def double(env: Envelope, _ctx: ProcessorContext) -> Iterator[Envelope]:
+        yield env
+        yield env
+
+    with TestDriver(build(lambda s: s.process(double).to("out", type=T, version=V))) as d:
+        d.pipe("in", order(1))
+        assert len(d.read("out")) == 2
+
+
+def test_outputs_keep_per_key_order_and_land_on_the_brokers_partition() -> None:
+    t = build(lambda s: s.to("out", type=T, version=V))
+    inputs = [order(i, key=f"k{i % 7}") for i in range(50)]
+    with TestDriver(t, partitions=4) as d:
+        d.pipe("in", inputs)
+        records = d.records("out")
+    for key in {e.key for e in inputs}:
+        want = [e.data["order_id"] for e in inputs if e.key == key]
+        assert [r.envelope.data["order_id"] for r in records if r.envelope.key == key] == want
+    for r in records:
+        assert r.partition == partition_for(r.key or b"", 4)
+    per_partition: dict[int, list[int]] = {}
+    for r in records:
+        per_partition.setdefault(r.partition, []).append(r.offset)
+    assert all(offs == list(range(len(offs))) for offs in per_partition.values())
+
+
+def test_a_failing_step_stops_with_the_step_and_offset_by_default() -> None:
+    def boom(env: Envelope) -> Envelope:
+        if env.data["total_cents"] == 13:
+            raise ValueError("unlucky")
+        return env
+
+    with TestDriver(build(lambda s: s.map(boom).to("out", type=T, version=V))) as d:
+        d.pipe("in", order(1))
+        with pytest.raises(ProcessingError, match=r"step 'boom' failed on in\[0\]@1: ValueError"):
+            d.pipe("in", order(2, total=13))
+        assert len(d.read("out")) == 1
+
+
+def test_skip_policy_records_the_failure_and_goes_on() -> None:
+    def boom(env: Envelope) -> Envelope:
+        raise KeyError("x")
+
+    def wire(s: Any) -> None:
+        s.map(boom, on_error="skip").to("out", type=T, version=V)
+
+    with TestDriver(build(wire)) as d:
+        d.pipe("in", [order(1), order(2)])
+    assert [(f.step, f.record.offset, type(f.error)) for f in d.skipped] == [
+        ("boom", 0, KeyError),
+        ("boom", 1, KeyError),
+    ]
+
+
+def test_step_policy_overrides_the_topology_policy() -> None:
+    decisions: list[str] = []
+
+    def policy(failure: ProcessingFailure) -> ErrorAction:
+        decisions.append(failure.step)
+        return ErrorAction.SKIP
+
+    def wire(s: Any) -> None:
+        s.map(lambda e: 1 / 0, name="div", on_error="fail").to("out", type=T, version=V)
+
+    with TestDriver(build(wire, on_error=policy)) as d, pytest.raises(ProcessingError):
+        d.pipe("in", order(1))
+    assert decisions == []
+
+
+def test_sink_refuses_an_envelope_of_another_type() -> None:
+    def wire(s: Any) -> None:
+        s.map(lambda e: e.follow("order.rejected", {"order_id": "x"})).to(
+            "out", type=T, version=V, name="out"
+        )
+
+    with TestDriver(build(wire)) as d, pytest.raises(ProcessingError) as info:
+        d.pipe("in", order(1))
+    assert isinstance(info.value.failure.error, SinkTypeError)
+    assert info.value.failure.step == "out"
+
+
+def test_a_payload_that_does_not_fit_the_sink_schema_fails_in_the_driver() -> None:
+    def wire(s: Any) -> None:
+        s.map(lambda e: e.with_data({"order_id": 5})).to("out", type=T, version=V)
+
+    with TestDriver(build(wire)) as d, pytest.raises(ProcessingError) as info:
+        d.pipe("in", order(1))
+    assert isinstance(info.value.failure.error, EncodeError)
+
+
+def test_bad_bytes_fail_in_decode_and_can_be_skipped() -> None:
+    t = build(lambda s: s.to("out", type=T, version=V))
+    with TestDriver(t) as d, pytest.raises(ProcessingError, match="step 'decode'"):
+        d.pipe_raw("in", b"\x00garbage", key=b"k")
+    skipping = build(lambda s: s.to("out", type=T, version=V), on_error="skip")
+    with TestDriver(skipping) as d:
+        d.pipe_raw("in", b"\x00garbage", key=b"k")
+        d.pipe("in", order(1))
+        assert [f.step for f in d.skipped] == ["decode"]
+        assert len(d.read("out")) == 1
+
+
+def test_a_record_of_another_type_is_a_decode_failure() -> None:
+    t = build(lambda s: s.to("out", type=T, version=V))
+    with TestDriver(t) as d, pytest.raises(ProcessingError, match=r"reads order\.placed, got"):
+        rejected = {"order_id": "x", "reason": "OTHER"}
+        d.pipe("in", Envelope.new("order.rejected", rejected, key="k"))
+
+
+def test_sources_resolve_older_writers_to_their_reader_version() -> None:
+    got: list[Envelope] = []
+    t = build(lambda s: s.peek(got.append).to("out", type=T, version=V))
+    v1 = Envelope.new(
+        T, {"order_id": "o", "customer_id": "c", "items": [], "total_cents": 0}, key="c"
+    )
+    with TestDriver(t) as d:
+        d.pipe("in", v1)
+    assert (got[0].version, got[0].data["currency"]) == (2, "EUR")
+
+
+def test_forward_to_an_undeclared_output_fails_the_record() -> None:
+    def wrong(env: Envelope, ctx: ProcessorContext) -> None:
+        ctx.forward(env, to="elsewhere")
+
+    with (
+        TestDriver(build(lambda s: s.process(wrong).to("out", type=T, version=V))) as d,
+        pytest.raises(ProcessingError, match="undeclared output 'elsewhere'"),
+    ):
+        d.pipe("in", order(1))
+
+
+def test_unknown_input_topic_is_an_error() -> None:
+    with (
+        TestDriver(build(lambda s: s.to("out", type=T, version=V))) as d,
+        pytest.raises(Exception, match="does not read 'nope'"),
+    ):
+        d.pipe("nope", order(1))

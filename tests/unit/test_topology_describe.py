@@ -1,0 +1,50 @@
+"""`Topology.describe()` and `streams describe`: the shape and the topics, as text or Mermaid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from streams.cli import app
+from streams.topology import load_topology
+
+ORDERS = Path(__file__).resolve().parents[2] / "topology" / "orders.py"
+
+
+def test_text_lists_nodes_links_and_topics() -> None:
+    text = load_topology(ORDERS).describe()
+    assert "Source: orders (topic: orders, reads order.placed@2)" in text
+    assert "--> [accepted] to_accepted" in text
+    assert "<-- route:rejected" in text
+    assert "Sink: sink-accepted (topic: orders-accepted, writes order.accepted@1)" in text
+    assert "read:    orders\n" in text
+    assert "written: orders-accepted, orders-rejected\n" in text
+    assert "owned:   orders-accepted (output), orders-rejected (output)\n" in text
+
+
+def test_mermaid_is_a_flowchart_with_topics_and_labelled_branches() -> None:
+    chart = load_topology(ORDERS).describe("mermaid")
+    assert chart.startswith("flowchart LR\n")
+    assert 't_orders[("orders")]' in chart
+    assert 't_orders_accepted[("orders-accepted (owned)")]' in chart
+    assert "n_route -->|accepted| n_to_accepted" in chart
+    assert "n_sink_rejected --> t_orders_rejected" in chart
+
+
+def test_cli_describe_text_and_mermaid() -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["describe", str(ORDERS), "--app-id", "shop"])
+    assert result.exit_code == 0, result.output
+    assert "written: shop-accepted, shop-rejected" in result.output
+    result = runner.invoke(app, ["describe", str(ORDERS), "--format", "mermaid"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("flowchart LR")
+
+
+def test_cli_describe_of_a_broken_file_fails_with_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("x = 1\n")
+    result = CliRunner().invoke(app, ["describe", str(bad)])
+    assert result.exit_code != 0
+    assert "exposes no topology" in str(result.exception)
