@@ -1,0 +1,69 @@
+"""Failure routing: retry tiers, the dead-letter topic, per-key order through retries.
+
+- ``policy``: ``RetryPolicy`` (tiers of delays, attempts, non-retryable errors, a hook).
+- ``topics``: derived names ``<app>-<topic>-retry-<n>`` / ``<app>-<topic>-dlq``, creation.
+- ``headers``: the error headers (Kafka Streams KIP-1034 names plus ours), both ways.
+- ``routing``: ``FailureRouter.route`` → the next destination and the record to write.
+- ``waiting``: ``WaitingRoom``, the keys waiting on a retry and the records behind them.
+- ``retry_consumer``: ``RetryGate``, due-time waits by seek and pause, no sleeping.
+- ``metrics``: counters and the WARNING per dead-lettered record.
+- ``dlq``: read, summarise, show and replay a DLQ (``streams dlq``).
+"""
+
+from streams.failures.dlq import (
+    DeadLetter,
+    DlqContents,
+    DlqFilter,
+    DlqSummary,
+    ReplayPlan,
+    execute_replay,
+    plan_replay,
+    read_dlq,
+    summarize,
+)
+from streams.failures.errors import (
+    DlqError,
+    FailureHeaderError,
+    FailureRoutingError,
+    FailureTopicError,
+    RetryPolicyError,
+)
+from streams.failures.headers import FailureInfo, SourcePosition, Stage
+from streams.failures.metrics import FailureMetrics
+from streams.failures.policy import RetryPolicy, Verdict
+from streams.failures.retry_consumer import RetryGate
+from streams.failures.routing import FailedRecord, FailureRouter, Route
+from streams.failures.topics import FailureTopics, dlq_topic, ensure_failure_topics, retry_topic
+from streams.failures.waiting import WaitingRoom
+
+__all__ = [
+    "DeadLetter",
+    "DlqContents",
+    "DlqError",
+    "DlqFilter",
+    "DlqSummary",
+    "FailedRecord",
+    "FailureHeaderError",
+    "FailureInfo",
+    "FailureMetrics",
+    "FailureRouter",
+    "FailureRoutingError",
+    "FailureTopicError",
+    "FailureTopics",
+    "ReplayPlan",
+    "RetryGate",
+    "RetryPolicy",
+    "RetryPolicyError",
+    "Route",
+    "SourcePosition",
+    "Stage",
+    "Verdict",
+    "WaitingRoom",
+    "dlq_topic",
+    "ensure_failure_topics",
+    "execute_replay",
+    "plan_replay",
+    "read_dlq",
+    "retry_topic",
+    "summarize",
+]

@@ -1,0 +1,25 @@
+"""Errors of failure routing and of the DLQ tools."""
+
+from __future__ import annotations
+
+from streams.errors import StreamsError
+
+
+class FailureRoutingError(StreamsError):
+    """Base class of every error raised by ``streams.failures``."""
+
+
+class RetryPolicyError(FailureRoutingError, ValueError):
+    """A retry policy is malformed: a bad delay spec, no tiers, attempts below one."""
+
+
+class FailureTopicError(FailureRoutingError):
+    """A retry or dead-letter topic name is invalid, or its topic cannot be created."""
+
+
+class FailureHeaderError(FailureRoutingError):
+    """Error headers are present on a record but unreadable (corrupt or foreign)."""
+
+
+class DlqError(FailureRoutingError):
+    """A dead-letter topic cannot be read or replayed (missing topic, bad selection)."""

@@ -1,0 +1,137 @@
+"""Where a failed record goes next: a retry tier with a due time, or the dead-letter topic.
+
+Pure decision logic, no I/O: the runtime calls ``FailureRouter.route`` when decoding or
+processing a record raised, produces the returned ``Route`` (topic, key, value, headers,
+timestamp) and commits the input offset once that write is acknowledged. The record's
+key, value, timestamp and original headers are carried over untouched; only the error
+headers (``streams.failures.headers``) are added or replaced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from streams.failures.headers import (
+    FailureInfo,
+    Header,
+    Headers,
+    SourcePosition,
+    Stage,
+    describe_exception,
+    parse_failure_headers,
+    with_failure_headers,
+)
+from streams.failures.policy import RetryPolicy, Verdict
+from streams.failures.topics import FailureTopics
+
+
+@dataclass(frozen=True, slots=True)
+class FailedRecord:
+    """A record as read when it failed: from the input topic or from a retry tier.
+
+    ``headers`` are the headers as read; when the record comes from a retry tier they hold
+    its earlier error headers, which is how attempts and the first failure are carried.
+    ``timestamp`` is the Kafka record timestamp in ms (kept on the copy), if known.
+    """
+
+    key: bytes | None
+    value: bytes | None
+    headers: Headers
+    position: SourcePosition
+    timestamp: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """The record to write and where: everything the producer call needs.
+
+    ``partition`` is the partition the record was read from: retry tiers and the DLQ have
+    the input's partition count, and writing to the same partition number keeps a key's
+    records together (and in order) whatever partitioner the producer uses.
+    """
+
+    topic: str
+    partition: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header]
+    timestamp: int | None
+    info: FailureInfo
+
+    @property
+    def dead_letter(self) -> bool:
+        return self.info.tier is None
+
+    @property
+    def tier(self) -> int | None:
+        return self.info.tier
+
+    @property
+    def due(self) -> datetime | None:
+        return self.info.due
+
+
+class FailureRouter:
+    """Routes the failures of one app under one retry policy. Stateless, thread-safe."""
+
+    def __init__(self, app_id: str, policy: RetryPolicy) -> None:
+        self.app_id = app_id
+        self.policy = policy
+
+    def topics(self, input_topic: str) -> FailureTopics:
+        """The retry tiers and DLQ this router writes to for ``input_topic``."""
+        return FailureTopics.for_input(self.app_id, input_topic, self.policy)
+
+    def route(
+        self,
+        record: FailedRecord,
+        exc: BaseException,
+        *,
+        stage: Stage = Stage.PROCESS,
+        step: str | None = None,
+        now: datetime | None = None,
+    ) -> Route:
+        """Decide the next destination of ``record``, which just failed with ``exc``.
+
+        Decoding failures (``stage=Stage.DECODE``) and errors the policy does not retry
+        go to the DLQ at once; others go to tier ``min(failures, tiers)`` due after its
+        delay, until ``policy.attempts`` attempts have failed, then to the DLQ. Raises
+        ``FailureHeaderError`` only if the record carries corrupt error headers.
+        """
+        now = now or datetime.now(UTC)
+        previous = parse_failure_headers(record.headers)
+        failures = (previous.attempts if previous else 0) + 1
+        origin = previous.origin if previous else record.position
+        topics = self.topics(origin.topic)
+        exception, message, stacktrace = describe_exception(exc)
+
+        retry = (
+            stage is Stage.PROCESS
+            and failures < self.policy.attempts
+            and self.policy.verdict(exc) is Verdict.RETRY
+        )
+        tier = self.policy.tier_for(failures) if retry else None
+        info = FailureInfo(
+            exception=exception,
+            message=message,
+            stacktrace=stacktrace,
+            origin=origin,
+            attempts=failures,
+            first_failure=previous.first_failure if previous else now,
+            last_failure=now,
+            app_id=self.app_id,
+            stage=stage,
+            step=step,
+            tier=tier,
+            due=now + self.policy.delay_for(tier) if tier is not None else None,
+        )
+        return Route(
+            topic=topics.retry(tier) if tier is not None else topics.dlq,
+            partition=record.position.partition,
+            key=record.key,
+            value=record.value,
+            headers=with_failure_headers(record.headers, info),
+            timestamp=record.timestamp,
+            info=info,
+        )

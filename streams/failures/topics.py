@@ -1,0 +1,122 @@
+"""Derived names of the retry and dead-letter topics, and their creation.
+
+Names are never typed by hand: ``<app>-<topic>-retry-<n>`` (n from 1) and
+``<app>-<topic>-dlq``. Each is created with the input topic's partition count, so a
+record keeps its partition number (and its key's co-partitioning) through retries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from streams.admin import TopicError, create_topic
+from streams.failures.errors import FailureTopicError
+from streams.failures.policy import RetryPolicy
+
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+_MAX_TOPIC_LENGTH = 249
+_RETRY_SUFFIX = re.compile(r"-retry-([1-9][0-9]*)$")
+
+
+def _checked(name: str) -> str:
+    if len(name) > _MAX_TOPIC_LENGTH or not _LEGAL.match(name):
+        raise FailureTopicError(
+            f"derived topic name {name!r} is not a legal Kafka topic name "
+            f"(letters, digits, '.', '_', '-'; at most {_MAX_TOPIC_LENGTH} characters)"
+        )
+    return name
+
+
+def retry_topic(app_id: str, topic: str, tier: int) -> str:
+    """``<app>-<topic>-retry-<tier>``; tiers count from 1."""
+    if tier < 1:
+        raise FailureTopicError(f"retry tiers count from 1, got {tier}")
+    return _checked(f"{app_id}-{topic}-retry-{tier}")
+
+
+def dlq_topic(app_id: str, topic: str) -> str:
+    """``<app>-<topic>-dlq``."""
+    return _checked(f"{app_id}-{topic}-dlq")
+
+
+def retry_tier_of(app_id: str, topic: str, name: str) -> int | None:
+    """The tier number when ``name`` is a retry topic of ``app_id``/``topic``, else None."""
+    prefix = f"{app_id}-{topic}"
+    if not name.startswith(prefix):
+        return None
+    match = _RETRY_SUFFIX.fullmatch(name[len(prefix) :])
+    return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class FailureTopics:
+    """The retry tiers and the DLQ that belong to one input topic of one app."""
+
+    app_id: str
+    topic: str
+    retries: tuple[str, ...]
+    dlq: str
+
+    @classmethod
+    def for_input(cls, app_id: str, topic: str, policy: RetryPolicy) -> FailureTopics:
+        return cls(
+            app_id=app_id,
+            topic=topic,
+            retries=tuple(retry_topic(app_id, topic, n) for n in range(1, policy.tiers + 1)),
+            dlq=dlq_topic(app_id, topic),
+        )
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return (*self.retries, self.dlq)
+
+    def retry(self, tier: int) -> str:
+        if not 1 <= tier <= len(self.retries):
+            raise FailureTopicError(f"{self.topic!r} has no retry tier {tier}")
+        return self.retries[tier - 1]
+
+
+def partition_count(admin: AdminClient, topic: str, timeout: float = 30.0) -> int:
+    """The partition count of an existing topic. Raises ``FailureTopicError`` when absent."""
+    try:
+        metadata = admin.list_topics(topic, timeout=timeout)
+    except KafkaException as exc:
+        raise FailureTopicError(f"cannot describe topic {topic!r}: {exc}") from exc
+    info = metadata.topics.get(topic)
+    if info is None or info.error is not None or not info.partitions:
+        reason = info.error.str() if info is not None and info.error is not None else "not found"
+        raise FailureTopicError(f"cannot describe topic {topic!r}: {reason}")
+    return len(info.partitions)
+
+
+def ensure_failure_topics(
+    admin: AdminClient,
+    topics: FailureTopics,
+    *,
+    config: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+) -> FailureTopics:
+    """Create the retry tiers and the DLQ of ``topics.topic`` with its partition count.
+
+    Blocks until the controller confirms. Existing topics are kept when their partition
+    count matches; a mismatch raises ``FailureTopicError`` (records would change
+    partition, and per-key order through retries would be lost).
+    """
+    partitions = partition_count(admin, topics.topic, timeout)
+    for name in topics.all:
+        try:
+            create_topic(admin, name, partitions, config, exist_ok=True, timeout=timeout)
+        except TopicError as exc:
+            raise FailureTopicError(str(exc)) from exc
+        found = partition_count(admin, name, timeout)
+        if found != partitions:
+            raise FailureTopicError(
+                f"topic {name!r} has {found} partitions but its input {topics.topic!r} has "
+                f"{partitions}: delete it or give it the same count"
+            )
+    return topics

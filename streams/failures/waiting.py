@@ -1,0 +1,106 @@
+"""Per-key order through retries: who waits behind a record that is being retried.
+
+While a key has a record in a retry tier (its *head*), later records of that key are
+*parked* behind it instead of being processed. When the head settles (it succeeded, or it
+went to the DLQ), the parked records are *released* one at a time, in arrival order: each
+released record becomes the new head until it settles in turn, so a released record that
+fails again keeps every later record of its key behind it.
+
+The runtime keeps one ``WaitingRoom`` per input partition (keys never change partition)
+and drives it with four calls, all O(1) apart from the copy of one key's entry:
+
+- ``admit(key, item)`` for every new input record: True means "process it now"; False
+  means it was parked.
+- ``failed(key, item)`` after ``item`` was written to a retry tier: it heads its key.
+- ``settled(key)`` after the head succeeded or was dead-lettered: returns the next record
+  to process (still heading the key) or None (the key is free again).
+- ``is_blocked(key)`` / ``head(key)``: to check that a due retry record is its key's head.
+
+State lives in a ``MutableMapping`` given by the caller (a dict by default). Entries are
+immutable and every change is a single ``store[key] = entry`` or ``del store[key]``, so a
+changelog-backed store sees each change as one write and the room survives restarts and
+rebalances. Records without a key (``None``) have no per-key order: they are never parked.
+Nothing here blocks or raises on valid use; ``settled`` on a free key raises ``KeyError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator, MutableMapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingEntry(Generic[T]):
+    """One blocked key: the record it waits for (``head``) and those parked behind it."""
+
+    head: T
+    parked: tuple[T, ...] = ()
+
+
+class WaitingRoom(Generic[K, T]):
+    """The keys waiting on a retry, and the records parked behind each, in order."""
+
+    def __init__(self, store: MutableMapping[K, WaitingEntry[T]] | None = None) -> None:
+        self._store: MutableMapping[K, WaitingEntry[T]] = store if store is not None else {}
+
+    def is_blocked(self, key: K | None) -> bool:
+        return key is not None and key in self._store
+
+    def head(self, key: K) -> T | None:
+        """The record its key waits for (in a retry tier, or released and in hand)."""
+        entry = self._store.get(key)
+        return entry.head if entry is not None else None
+
+    def parked(self, key: K) -> tuple[T, ...]:
+        entry = self._store.get(key)
+        return entry.parked if entry is not None else ()
+
+    def admit(self, key: K | None, item: T) -> bool:
+        """A new record of ``key``: True to process it now, False if parked behind a retry."""
+        if key is None:
+            return True
+        entry = self._store.get(key)
+        if entry is None:
+            return True
+        self._store[key] = WaitingEntry(entry.head, (*entry.parked, item))
+        return False
+
+    def failed(self, key: K | None, item: T) -> None:
+        """``item`` went to a retry tier: it now heads ``key`` (parked records stay behind)."""
+        if key is None:
+            return
+        entry = self._store.get(key)
+        self._store[key] = WaitingEntry(item, entry.parked if entry is not None else ())
+
+    def settled(self, key: K | None) -> T | None:
+        """The head of ``key`` succeeded or was dead-lettered: release the next record.
+
+        Returns the next parked record, which now heads the key: process it, then call
+        ``settled`` again on success or DLQ, or ``failed`` if it goes to a retry tier.
+        Returns None when nothing was parked: the key is free. Raises ``KeyError`` if
+        ``key`` was not blocked.
+        """
+        if key is None:
+            return None
+        entry = self._store[key]
+        if not entry.parked:
+            del self._store[key]
+            return None
+        released, *rest = entry.parked
+        self._store[key] = WaitingEntry(released, tuple(rest))
+        return released
+
+    def keys(self) -> Iterator[K]:
+        return iter(self._store)
+
+    def __len__(self) -> int:
+        """How many keys are blocked."""
+        return len(self._store)
+
+    def waiting(self) -> int:
+        """How many records are parked, over every key."""
+        return sum(len(entry.parked) for entry in self._store.values())
