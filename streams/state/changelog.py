@@ -1,0 +1,206 @@
+"""The changelog: record format, topic name, and creation/validation of the topic.
+
+Every write to a store partition is also a record in partition ``p`` of the compacted topic
+``<app>-<store>-changelog`` (``p`` is the input partition the store partition belongs to):
+
+* key: the store key (bytes, as stored);
+* value: the stored value, or null (a tombstone) for a delete or an expiry;
+* headers, all values ASCII/UTF-8:
+  ``streams.source.topic``, ``streams.source.partition``, ``streams.source.offset``: the
+  input position whose processing made this write (the last input offset of the flushed
+  interval); restore skips records tagged at or past the committed input offset, so the
+  store is never ahead of the committed input;
+  ``streams.expires.ms``: present when the entry has a time to live: the epoch
+  milliseconds at which it expires.
+
+Records without source headers (written by another tool) are always applied.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._config import ConfigResource
+
+from streams.admin import TopicError, create_topic
+from streams.state.base import NEVER, Entry
+from streams.state.errors import (
+    ChangelogCompactionError,
+    ChangelogPartitionCountError,
+    ChangelogTopicError,
+    CorruptChangelogError,
+    StateError,
+)
+
+SOURCE_TOPIC = "streams.source.topic"
+SOURCE_PARTITION = "streams.source.partition"
+SOURCE_OFFSET = "streams.source.offset"
+EXPIRES_AT = "streams.expires.ms"
+
+CHANGELOG_CONFIG = {"cleanup.policy": "compact"}
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+def changelog_topic(app: str, store: str) -> str:
+    """``<app>-<store>-changelog``; both parts must be legal in a Kafka topic name."""
+    for what, part in (("app id", app), ("store name", store)):
+        if not _LEGAL.match(part):
+            raise StateError(f"{what} {part!r} may only use letters, digits, '.', '_' and '-'")
+    return f"{app}-{store}-changelog"
+
+
+Headers = Sequence[tuple[str, str | bytes | None]] | Mapping[str, str | bytes | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ChangelogRecord:
+    """One decoded changelog record. ``value is None`` is a tombstone."""
+
+    key: bytes
+    value: bytes | None
+    expires_at_ms: int = NEVER
+    source_topic: str | None = None
+    source_partition: int | None = None
+    source_offset: int | None = None
+
+    @property
+    def entry(self) -> Entry | None:
+        """What the record makes of its key in the store: an entry, or ``None`` (deleted)."""
+        return None if self.value is None else Entry(self.value, self.expires_at_ms)
+
+    def headers(self) -> list[tuple[str, bytes]]:
+        return record_headers(
+            source_headers(self.source_topic, self.source_partition, self.source_offset),
+            self.expires_at_ms,
+        )
+
+
+def source_headers(
+    topic: str | None, partition: int | None, offset: int | None
+) -> list[tuple[str, bytes]]:
+    """The headers shared by every record of one flush (built once per flush)."""
+    headers: list[tuple[str, bytes]] = []
+    if topic is not None:
+        headers.append((SOURCE_TOPIC, topic.encode()))
+    if partition is not None:
+        headers.append((SOURCE_PARTITION, str(partition).encode()))
+    if offset is not None:
+        headers.append((SOURCE_OFFSET, str(offset).encode()))
+    return headers
+
+
+def record_headers(shared: list[tuple[str, bytes]], expires_at_ms: int) -> list[tuple[str, bytes]]:
+    if expires_at_ms == NEVER:
+        return shared
+    return [*shared, (EXPIRES_AT, str(expires_at_ms).encode())]
+
+
+def _int_header(name: str, raw: str | bytes | None) -> int:
+    if isinstance(raw, str):
+        raw = raw.encode()
+    if raw is None or not raw.isascii() or not raw.lstrip(b"-").isdigit():
+        raise ValueError(f"header {name} is {raw!r}, not a decimal integer")
+    return int(raw)
+
+
+def decode_record(
+    key: bytes | None,
+    value: bytes | None,
+    headers: Headers | None,
+    *,
+    topic: str,
+    partition: int,
+    offset: int,
+) -> ChangelogRecord:
+    """Decode one record read from ``topic[partition]@offset``.
+
+    Raises :class:`CorruptChangelogError` (naming the offset) for a record that cannot be
+    applied: no key, a malformed header, or a tag for another input partition.
+    """
+    if key is None:
+        raise CorruptChangelogError(topic, partition, offset, "the record has no key")
+    expires_at_ms = NEVER
+    src_topic: str | None = None
+    src_partition: int | None = None
+    src_offset: int | None = None
+    try:
+        pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
+        for name, raw in pairs:
+            if name == SOURCE_OFFSET:
+                src_offset = _int_header(name, raw)
+            elif name == EXPIRES_AT:
+                expires_at_ms = _int_header(name, raw)
+                if expires_at_ms < 0:
+                    raise ValueError(f"header {name} is negative")
+            elif name == SOURCE_PARTITION:
+                src_partition = _int_header(name, raw)
+            elif name == SOURCE_TOPIC:
+                src_topic = raw if isinstance(raw, str) else (raw or b"").decode()
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CorruptChangelogError(topic, partition, offset, str(exc)) from exc
+    if src_partition is not None and src_partition != partition:
+        raise CorruptChangelogError(
+            topic,
+            partition,
+            offset,
+            f"tagged with input partition {src_partition}, but changelog partition {partition} "
+            f"belongs to input partition {partition}",
+        )
+    return ChangelogRecord(key, value, expires_at_ms, src_topic, src_partition, src_offset)
+
+
+def ensure_changelog_topic(
+    admin: AdminClient, topic: str, partitions: int, *, create: bool = True, timeout: float = 30.0
+) -> bool:
+    """Make sure ``topic`` can back a store whose input has ``partitions`` partitions.
+
+    Creates it (compacted, ``partitions`` partitions) when missing and ``create``; returns
+    True when it created it. Blocks on the admin API (up to ``timeout`` per request).
+    Raises :class:`ChangelogPartitionCountError` or :class:`ChangelogCompactionError` for
+    an existing topic that does not fit, :class:`ChangelogTopicError` when it is missing and
+    ``create`` is false or the broker cannot be asked.
+    """
+    actual = _partition_count(admin, topic, timeout)
+    created = False
+    if actual is None:
+        if not create:
+            raise ChangelogTopicError(f"changelog topic {topic!r} does not exist")
+        try:
+            create_topic(admin, topic, partitions, CHANGELOG_CONFIG, exist_ok=True, timeout=timeout)
+        except TopicError as exc:
+            raise ChangelogTopicError(str(exc)) from exc
+        created = True
+        actual = _partition_count(admin, topic, timeout) or partitions
+    if actual != partitions:
+        raise ChangelogPartitionCountError(topic, actual, partitions)
+    policy = _cleanup_policy(admin, topic, timeout)
+    if "compact" not in {p.strip() for p in policy.split(",")}:
+        raise ChangelogCompactionError(topic, policy)
+    return created
+
+
+def _partition_count(admin: AdminClient, topic: str, timeout: float) -> int | None:
+    try:
+        meta = admin.list_topics(topic=topic, timeout=timeout)
+    except KafkaException as exc:
+        raise ChangelogTopicError(f"cannot describe changelog topic {topic!r}: {exc}") from exc
+    described = meta.topics.get(topic)
+    if described is None or described.error is not None:
+        return None
+    return len(described.partitions)
+
+
+def _cleanup_policy(admin: AdminClient, topic: str, timeout: float) -> str:
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    try:
+        configs = admin.describe_configs([resource], request_timeout=timeout)[resource].result(
+            timeout=timeout
+        )
+    except KafkaException as exc:
+        raise ChangelogTopicError(f"cannot read the config of {topic!r}: {exc}") from exc
+    entry = configs.get("cleanup.policy")
+    return str(entry.value) if entry is not None and entry.value is not None else "delete"

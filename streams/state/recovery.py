@@ -1,0 +1,238 @@
+"""Restore a store partition's local storage from its changelog partition.
+
+Restore reads ``changelog[p]`` from a start offset (0, or the local checkpoint's offset) to
+its end as of the start of the restore, in batches, and writes each batch to the local
+storage in one atomic write. It blocks until done; the runtime calls it on assignment,
+before any input record of that partition is processed.
+
+* Records tagged with a source offset past the committed input offset (``source_offset >
+  committed_offset``: written for input whose offset commit never happened) are skipped, so
+  the store is never ahead of the input it will resume from.
+* A record that cannot be decoded stops the restore with :class:`CorruptChangelogError`
+  naming its offset; nothing is skipped silently. Records before it are already applied,
+  and the checkpoint is not advanced, so a retry starts at the same place.
+* The consumer reads with ``isolation.level=read_committed``: records of aborted
+  exactly-once transactions never reach a store.
+
+Progress goes to an optional callback ``(topic, partition, done, total)`` (``done`` and
+``total`` count changelog offsets, so a bar can show it) and to one INFO log line at the
+start and one at the end of each partition; never a line per record.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from streams.logs import get_logger
+from streams.state.base import Entry, LocalStorage
+from streams.state.changelog import decode_record
+from streams.state.errors import CorruptChangelogError, RestoreError
+
+RestoreProgress = Callable[[str, int, int, int], None]
+"""``(changelog topic, partition, offsets done, offsets total)``, called once per batch."""
+
+_log = get_logger("streams.state.recovery")
+
+# Errors the broker reports for one record rather than for the connection.
+_RECORD_ERRORS = {
+    KafkaError._BAD_MSG,
+    KafkaError._KEY_DESERIALIZATION,
+    KafkaError._VALUE_DESERIALIZATION,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreResult:
+    """What one restore did. ``records_read`` counts changelog records consumed."""
+
+    topic: str
+    partition: int
+    start_offset: int
+    end_offset: int
+    records_read: int
+    applied: int
+    skipped: int
+    seconds: float
+
+
+def restore_consumer(config: Mapping[str, Any]) -> Consumer:
+    """A consumer for restores: no group membership, no commits, read_committed.
+
+    ``config`` is the runtime's client config (at least ``bootstrap.servers``; security
+    settings pass through). Fetch buffers are kept small so a restore stays light.
+    """
+    return Consumer(
+        {
+            "group.id": f"streams-restore-{uuid.uuid4().hex[:8]}",
+            "queued.max.messages.kbytes": 16384,
+            "fetch.max.bytes": 16 * 1024 * 1024,
+            **config,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+        }
+    )
+
+
+def watermarks(consumer: Consumer, topic: str, partition: int, timeout: float) -> tuple[int, int]:
+    """``(low, high)`` offsets of ``topic[partition]`` (blocks on one broker request)."""
+    try:
+        low, high = consumer.get_watermark_offsets(
+            TopicPartition(topic, partition), timeout=timeout, cached=False
+        )
+    except KafkaException as exc:
+        raise RestoreError(f"cannot read the offsets of {topic}[{partition}]: {exc}") from exc
+    return int(low), int(high)
+
+
+def restore_partition(
+    consumer: Consumer,
+    storage: LocalStorage,
+    *,
+    topic: str,
+    partition: int,
+    start_offset: int,
+    end_offset: int,
+    committed_offset: int | None,
+    progress: RestoreProgress | None = None,
+    batch_size: int = 10_000,
+    stall_timeout: float = 60.0,
+) -> RestoreResult:
+    """Apply ``topic[partition]`` from ``start_offset`` to its end onto ``storage``.
+
+    ``end_offset`` is the high watermark read before (for progress; the end is where the
+    broker reports end of partition). ``committed_offset`` is the input position the
+    runtime resumes from; ``None`` applies every record. Blocks until the end; raises
+    :class:`CorruptChangelogError` for an undecodable record and :class:`RestoreError`
+    when no progress is made for ``stall_timeout`` seconds.
+    """
+    started = time.perf_counter()
+    _log.info(
+        "restoring store partition",
+        changelog=topic,
+        partition=partition,
+        start_offset=start_offset,
+        end_offset=end_offset,
+    )
+    run = _Run(
+        consumer,
+        storage,
+        topic=topic,
+        partition=partition,
+        start_offset=start_offset,
+        end_offset=end_offset,
+        committed_offset=committed_offset,
+    )
+    if progress is not None:
+        progress(topic, partition, 0, max(end_offset - start_offset, 0))
+    if start_offset < end_offset:
+        consumer.assign([TopicPartition(topic, partition, start_offset)])
+        try:
+            run.to_end(progress, batch_size, stall_timeout)
+        finally:
+            consumer.unassign()
+    seconds = time.perf_counter() - started
+    _log.info(
+        "restored store partition",
+        changelog=topic,
+        partition=partition,
+        records=run.read,
+        applied=run.applied,
+        skipped_past_commit=run.skipped,
+        end_offset=run.position,
+        seconds=round(seconds, 3),
+    )
+    return RestoreResult(
+        topic, partition, start_offset, run.position, run.read, run.applied, run.skipped, seconds
+    )
+
+
+class _Run:
+    """The state of one restore: where it is, and what it counted."""
+
+    def __init__(
+        self,
+        consumer: Consumer,
+        storage: LocalStorage,
+        *,
+        topic: str,
+        partition: int,
+        start_offset: int,
+        end_offset: int,
+        committed_offset: int | None,
+    ) -> None:
+        self.consumer = consumer
+        self.storage = storage
+        self.topic = topic
+        self.partition = partition
+        self.start = start_offset
+        self.end = end_offset
+        self.committed = committed_offset
+        self.position = start_offset
+        self.read = self.applied = self.skipped = 0
+
+    def to_end(self, progress: RestoreProgress | None, batch_size: int, stall: float) -> None:
+        deadline = time.monotonic() + stall
+        done = False
+        while not done:
+            batch = self.consumer.consume(batch_size, timeout=0.5)
+            if not batch:
+                if time.monotonic() > deadline:
+                    raise RestoreError(
+                        f"restore of {self.topic}[{self.partition}] made no progress for "
+                        f"{stall:.0f} s at offset {self.position} (end {self.end}); "
+                        "is the broker reachable?"
+                    )
+                continue
+            deadline = time.monotonic() + stall
+            done = self._apply(batch)
+            if progress is not None:
+                done_offsets = min(self.position, self.end) - self.start
+                progress(self.topic, self.partition, done_offsets, self.end - self.start)
+
+    def _apply(self, batch: list[Message]) -> bool:
+        """Apply one consumed batch in one write; True once the end of the partition is seen."""
+        changes: dict[bytes, Entry | None] = {}
+        committed = self.committed
+        try:
+            for msg in batch:
+                offset = msg.offset() or 0
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        self.position = max(self.position, offset)
+                        return True
+                    if err.code() in _RECORD_ERRORS:
+                        raise CorruptChangelogError(self.topic, self.partition, offset, err.str())
+                    raise RestoreError(
+                        f"restore of {self.topic}[{self.partition}] failed: {err.str()}"
+                    )
+                self.read += 1
+                record = decode_record(
+                    msg.key(),
+                    msg.value(),
+                    msg.headers(),
+                    topic=self.topic,
+                    partition=self.partition,
+                    offset=offset,
+                )
+                self.position = offset + 1
+                source = record.source_offset
+                if committed is not None and source is not None and source > committed:
+                    self.skipped += 1
+                    continue
+                changes[record.key] = record.entry
+                self.applied += 1
+        finally:
+            # What came before a bad record is applied; the checkpoint does not move past it.
+            if changes:
+                self.storage.write(changes)
+        return False

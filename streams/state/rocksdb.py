@@ -1,0 +1,140 @@
+"""The RocksDB backend (through ``rocksdict``): state on disk, not bounded by memory.
+
+One RocksDB database per store partition, under ``<path>/rocksdb``. Two key spaces in it:
+
+* ``d`` + key -> 8-byte big-endian ``expires_at_ms`` + value (the entries);
+* ``x`` + 8-byte big-endian ``expires_at_ms`` + key -> empty (the expiry index, so the
+  entries due for expiry are a prefix scan, oldest first).
+
+Index items are not removed when a key is rewritten or deleted (that would cost a read per
+write); ``expired`` drops the stale ones it meets. Memory is bounded by the write buffers
+and the block cache set here (a few tens of MB), whatever the number of entries.
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch
+
+from streams.state.base import NEVER, Backend, Changes, Entry, LocalStorage
+from streams.state.errors import StateError
+
+_DATA = b"d"
+_INDEX = b"x"
+_EXPIRY = struct.Struct(">Q")
+_INDEX_END = b"y"  # first key after every index key
+
+
+def _options(write_buffer_mb: int, block_cache_mb: int) -> Options:
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.set_write_buffer_size(write_buffer_mb * 1024 * 1024)
+    opts.set_max_write_buffer_number(2)
+    table = BlockBasedOptions()
+    table.set_block_cache(Cache(block_cache_mb * 1024 * 1024))
+    opts.set_block_based_table_factory(table)
+    return opts
+
+
+class RocksDBStorage(LocalStorage):
+    def __init__(self, path: Path, options: Options) -> None:
+        self._path = path
+        self._options = options
+        try:
+            self._db: Rdict | None = Rdict(str(path), options)
+        except Exception as exc:  # rocksdict raises plain Exception for I/O and lock errors
+            raise StateError(f"cannot open RocksDB store at {path}: {exc}") from exc
+
+    @property
+    def db(self) -> Rdict:
+        if self._db is None:
+            raise StateError(f"RocksDB store at {self._path} is closed")
+        return self._db
+
+    def get(self, key: bytes) -> Entry | None:
+        raw = self.db.get(_DATA + key)
+        if raw is None:
+            return None
+        return Entry(raw[8:], _EXPIRY.unpack_from(raw)[0])
+
+    def write(self, changes: Changes) -> None:
+        batch = WriteBatch(raw_mode=True)
+        pack = _EXPIRY.pack
+        for key, entry in changes.items():
+            if entry is None:
+                batch.delete(_DATA + key)
+                continue
+            expires = pack(entry.expires_at_ms)
+            batch.put(_DATA + key, expires + entry.value)
+            if entry.expires_at_ms != NEVER:
+                batch.put(_INDEX + expires + key, b"")
+        self.db.write(batch)
+
+    def expired(self, now_ms: int, limit: int) -> list[bytes]:
+        db = self.db
+        due: list[bytes] = []
+        stale = WriteBatch(raw_mode=True)
+        stale_count = 0
+        it = db.iter()
+        it.seek(_INDEX)
+        while it.valid() and len(due) < limit:
+            index_key: bytes = it.key()
+            if index_key >= _INDEX_END:
+                break
+            expires_at = _EXPIRY.unpack_from(index_key, 1)[0]
+            if expires_at > now_ms:
+                break
+            key = index_key[9:]
+            raw = db.get(_DATA + key)
+            if raw is not None and _EXPIRY.unpack_from(raw)[0] == expires_at:
+                due.append(key)
+            else:
+                stale.delete(index_key)
+                stale_count += 1
+            it.next()
+        del it
+        if stale_count:
+            db.write(stale)
+        return due
+
+    def items(self) -> Iterator[tuple[bytes, Entry]]:
+        it = self.db.iter()
+        it.seek(_DATA)
+        while it.valid():
+            key: bytes = it.key()
+            if not key.startswith(_DATA):
+                break
+            raw: bytes = it.value()
+            yield key[1:], Entry(raw[8:], _EXPIRY.unpack_from(raw)[0])
+            it.next()
+
+    def sync(self) -> None:
+        self.db.flush_wal(True)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+class RocksDBBackend(Backend):
+    """Disk storage. ``write_buffer_mb`` and ``block_cache_mb`` bound memory per partition."""
+
+    name = "rocksdb"
+    persistent = True
+
+    def __init__(self, *, write_buffer_mb: int = 16, block_cache_mb: int = 16) -> None:
+        self._write_buffer_mb = write_buffer_mb
+        self._block_cache_mb = block_cache_mb
+
+    def open(self, path: Path) -> LocalStorage:
+        db_path = path / "rocksdb"
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        return RocksDBStorage(db_path, _options(self._write_buffer_mb, self._block_cache_mb))
+
+    def destroy(self, path: Path) -> None:
+        shutil.rmtree(path / "rocksdb", ignore_errors=True)

@@ -1,0 +1,414 @@
+"""Changelog-backed stores: what the runtime opens per assigned input partition.
+
+The contract with the runtime, per store and per assigned input partition ``p``:
+
+1. ``store.ensure_changelog(admin, input_partitions)`` once at start: creates
+   ``<app>-<store>-changelog`` (compacted, as many partitions as the input) or raises a
+   :class:`~streams.state.errors.ChangelogTopicError` when it exists and does not fit.
+2. ``part = store.open(p, committed_offset)`` on assignment, before any record of ``p`` is
+   processed. Blocks while the partition is restored from the changelog (from the local
+   checkpoint when there is a valid one, else from the beginning); progress goes to the
+   store's ``progress`` callback and one log line. ``committed_offset`` is the input offset
+   the runtime will resume from (the group's committed offset); changelog records tagged
+   past it are skipped.
+3. ``tx = part.transaction()`` while processing: ``get/set/delete/exists`` (with ``ttl``),
+   buffered in memory, visible to later reads.
+4. At each checkpoint (commit interval), in this order:
+
+   * ``part.flush(producer, source_offset)`` produces the buffered changes (and tombstones
+     for entries whose time to live has passed) to ``changelog[p]`` through the runtime's
+     producer; ``source_offset`` is the input offset about to be committed (last
+     processed + 1). Does not wait for acks.
+   * at-least-once: the runtime flushes its producer, calls ``part.check_delivered()``
+     (raises :class:`~streams.state.errors.ChangelogWriteError` if a changelog record was
+     not acked) and only then commits the input offsets.
+     exactly-once: the producer's open transaction carries the changelog records; the
+     runtime sends the offsets to the transaction and commits it.
+   * ``part.apply()`` after the commit succeeded: writes the changes to the local storage
+     and the local checkpoint. If the commit (or the transaction) failed instead:
+     ``part.abort()`` drops them; restore from the changelog then rebuilds the truth.
+
+5. ``store.close(p, keep=...)`` on revoke: ``keep=True`` keeps the local copy (on disk
+   with its checkpoint, or in memory for the memory backend) for a fast return; ``False``
+   deletes it. Unapplied changes are dropped either way.
+
+Applying locally only after the input commit is what keeps a crash from leaving the local
+copy ahead of the committed input; the changelog tags keep a restore from doing so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from confluent_kafka.admin import AdminClient
+
+from streams.logs import get_logger
+from streams.state.base import Backend, ChangelogProducer, Entry, LocalStorage
+from streams.state.changelog import (
+    changelog_topic,
+    ensure_changelog_topic,
+    record_headers,
+    source_headers,
+)
+from streams.state.checkpoint import (
+    Checkpoint,
+    read_checkpoint,
+    remove_checkpoint,
+    write_checkpoint,
+)
+from streams.state.errors import ChangelogWriteError, StateError, StoreClosedError
+from streams.state.recovery import (
+    RestoreProgress,
+    RestoreResult,
+    restore_consumer,
+    restore_partition,
+    watermarks,
+)
+from streams.state.transaction import Clock, PartitionTransaction, to_ms
+
+_log = get_logger("streams.state")
+
+
+class _Delivery:
+    """Collects the delivery reports of one flush."""
+
+    __slots__ = ("acked", "error", "expected", "last_offset")
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.acked = 0
+        self.last_offset = -1
+        self.error: str | None = None
+
+    def __call__(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            if self.error is None:
+                self.error = str(err)
+            return
+        self.acked += 1
+        offset = msg.offset()
+        self.last_offset = max(self.last_offset, offset)
+
+
+class ChangelogPartition:
+    """One open partition of a :class:`ChangelogStore` (implements ``StorePartition``)."""
+
+    def __init__(
+        self,
+        store: ChangelogStore,
+        partition: int,
+        storage: LocalStorage,
+        checkpoint: Checkpoint,
+        restore: RestoreResult | None,
+    ) -> None:
+        self.store = store
+        self.partition = partition
+        self.storage = storage
+        self.checkpoint = checkpoint
+        self.restore = restore
+        """What the restore on open did (None when the partition came back from memory)."""
+        self.expired_total = 0
+        self._tx = PartitionTransaction(storage, store.clock)
+        self._pending: tuple[dict[bytes, Entry | None], _Delivery, int] | None = None
+
+    def transaction(self) -> PartitionTransaction:
+        """The buffered changes since the last ``apply`` (the same object until then)."""
+        return self._tx
+
+    def flush(
+        self, producer: ChangelogProducer, source_offset: int, *, now: float | None = None
+    ) -> int:
+        """Produce the buffered changes to the changelog; return how many records.
+
+        Adds tombstones for up to ``store.expire_batch`` expired entries first. Blocks only
+        while the producer's local queue is full. Raises :class:`StateError` if a previous
+        flush was neither applied nor aborted.
+        """
+        if self._pending is not None:
+            raise StateError(f"{self._where()}: flushed twice without apply() or abort()")
+        updates = self._tx.updates
+        now_ms = to_ms(self.store.clock() if now is None else now)
+        for key in self.storage.expired(now_ms, self.store.expire_batch):
+            if key not in updates:
+                updates[key] = None
+                self.expired_total += 1
+        delivery = _Delivery(len(updates))
+        self._pending = (updates, delivery, source_offset)
+        self._tx.frozen = True
+        if not updates:
+            return 0
+        topic = self.store.changelog_topic
+        partition = self.partition
+        shared = source_headers(self.store.source_topic, partition, source_offset)
+        produce = producer.produce
+        for key, entry in updates.items():
+            if entry is None:
+                value, headers = None, shared
+            else:
+                value, headers = entry.value, record_headers(shared, entry.expires_at_ms)
+            while True:
+                try:
+                    produce(
+                        topic,
+                        value=value,
+                        key=key,
+                        partition=partition,
+                        on_delivery=delivery,
+                        headers=headers,
+                    )
+                    break
+                except BufferError:  # local queue full: serve deliveries, then retry
+                    producer.poll(0.1)
+        return len(updates)
+
+    def check_delivered(self) -> None:
+        """Raise :class:`ChangelogWriteError` unless every record of the flush is acked.
+
+        Call it after the producer's ``flush()``; never commit input offsets before it.
+        """
+        if self._pending is None:
+            return
+        _, delivery, _ = self._pending
+        if delivery.error is not None:
+            raise ChangelogWriteError(
+                f"{self._where()}: a changelog record was not written ({delivery.error}); "
+                "do not commit the input offsets"
+            )
+        if delivery.acked < delivery.expected:
+            raise ChangelogWriteError(
+                f"{self._where()}: {delivery.expected - delivery.acked} of {delivery.expected} "
+                "changelog records not acknowledged yet (flush the producer first)"
+            )
+
+    def apply(self) -> None:
+        """Write the flushed changes to the local storage and advance the checkpoint.
+
+        Call it once the input offsets (or the transaction) are committed. Blocks on local
+        I/O (a WAL sync and a small file write for the disk backend).
+        """
+        if self._pending is None:
+            return
+        self.check_delivered()
+        updates, delivery, source_offset = self._pending
+        if updates:
+            self.storage.write(updates)
+            self.checkpoint = Checkpoint(
+                self.store.changelog_topic, delivery.last_offset + 1, source_offset
+            )
+            self.store.save_checkpoint(self.partition, self.storage, self.checkpoint)
+        else:
+            self.checkpoint = Checkpoint(
+                self.store.changelog_topic, self.checkpoint.changelog_offset, source_offset
+            )
+        self._reset()
+
+    def abort(self) -> None:
+        """Drop every change since the last ``apply`` (flushed or not)."""
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pending = None
+        self._tx = PartitionTransaction(self.storage, self.store.clock)
+
+    def _where(self) -> str:
+        return f"store {self.store.name!r} partition {self.partition}"
+
+
+class ChangelogStore:
+    """A named, changelog-backed store of an app (implements ``Store``).
+
+    ``consumer_config`` is the client config used for restores (``bootstrap.servers`` and
+    any security settings). ``state_dir`` is where a persistent backend keeps its files:
+    ``<state_dir>/<app>/<store>/<partition>/``. ``source_topic`` tags changelog records.
+    """
+
+    def __init__(
+        self,
+        app: str,
+        name: str,
+        backend: Backend,
+        *,
+        consumer_config: Mapping[str, Any],
+        state_dir: Path | str | None = None,
+        source_topic: str | None = None,
+        clock: Clock = time.time,
+        progress: RestoreProgress | None = None,
+        expire_batch: int = 10_000,
+        timeout: float = 30.0,
+    ) -> None:
+        if backend.persistent and state_dir is None:
+            raise StateError(f"the {backend.name} backend needs a state_dir")
+        self.app = app
+        self.name = name
+        self.changelog_topic = changelog_topic(app, name)
+        self.backend = backend
+        self.consumer_config = dict(consumer_config)
+        self.state_dir = Path(state_dir) if state_dir is not None else Path(".streams-memory")
+        self.source_topic = source_topic
+        self.clock = clock
+        self.progress = progress
+        self.expire_batch = expire_batch
+        self.timeout = timeout
+        self._open: dict[int, ChangelogPartition] = {}
+        self._kept: dict[int, tuple[LocalStorage, Checkpoint]] = {}
+
+    def ensure_changelog(self, admin: AdminClient, input_partitions: int) -> bool:
+        """Create or validate the changelog topic (see ``ensure_changelog_topic``)."""
+        return ensure_changelog_topic(
+            admin, self.changelog_topic, input_partitions, timeout=self.timeout
+        )
+
+    def partition_dir(self, partition: int) -> Path:
+        return self.state_dir / self.app / self.name / str(partition)
+
+    @property
+    def partitions(self) -> Mapping[int, ChangelogPartition]:
+        return self._open
+
+    def partition(self, partition: int) -> ChangelogPartition:
+        try:
+            return self._open[partition]
+        except KeyError:
+            raise StoreClosedError(
+                f"store {self.name!r} partition {partition} is not open on this instance"
+            ) from None
+
+    def open(self, partition: int, committed_offset: int | None) -> ChangelogPartition:
+        """Restore partition ``partition`` and return it, ready for processing.
+
+        Blocks for the restore. ``committed_offset``: the input offset processing resumes
+        from (``None``: apply every changelog record). Raises ``CorruptChangelogError``,
+        ``RestoreError`` or ``StateError``; the partition is then not open.
+        """
+        if partition in self._open:
+            raise StateError(f"store {self.name!r} partition {partition} is already open")
+        path = self.partition_dir(partition)
+        checkpoint: Checkpoint | None
+        kept = self._kept.pop(partition, None)
+        if kept is not None:
+            storage, checkpoint = kept
+        else:
+            storage = self.backend.open(path)
+            checkpoint = None
+            if self.backend.persistent:
+                checkpoint = read_checkpoint(path, self.changelog_topic)
+                if checkpoint is None:
+                    storage = self._wipe(path, storage)  # data without a checkpoint: untrusted
+        restored = self._restore(partition, path, storage, checkpoint, committed_offset)
+        opened = ChangelogPartition(
+            self, partition, restored.storage, restored.checkpoint, restored.restore
+        )
+        self._open[partition] = opened
+        return opened
+
+    def close(self, partition: int, *, keep: bool) -> None:
+        """Close an open partition (on revoke). Unapplied changes are dropped."""
+        part = self._open.pop(partition, None)
+        if part is None:
+            return
+        part.abort()
+        if not keep:
+            part.storage.close()
+            self.backend.destroy(self.partition_dir(partition))
+            remove_checkpoint(self.partition_dir(partition))
+        elif self.backend.persistent:
+            part.storage.close()
+        else:
+            self._kept[partition] = (part.storage, part.checkpoint)
+
+    def close_all(self, *, keep: bool = True) -> None:
+        for partition in list(self._open):
+            self.close(partition, keep=keep)
+        if not keep:
+            for storage, _ in self._kept.values():
+                storage.close()
+            self._kept.clear()
+
+    def save_checkpoint(
+        self, partition: int, storage: LocalStorage, checkpoint: Checkpoint
+    ) -> None:
+        """Sync ``storage`` then record ``checkpoint`` (persistent backends only)."""
+        if self.backend.persistent:
+            storage.sync()
+            write_checkpoint(self.partition_dir(partition), checkpoint)
+
+    def _wipe(self, path: Path, storage: LocalStorage) -> LocalStorage:
+        storage.close()
+        self.backend.destroy(path)
+        remove_checkpoint(path)
+        return self.backend.open(path)
+
+    def _restore(
+        self,
+        partition: int,
+        path: Path,
+        storage: LocalStorage,
+        checkpoint: Checkpoint | None,
+        committed_offset: int | None,
+    ) -> _Restored:
+        consumer = restore_consumer(self.consumer_config)
+        try:
+            low, high = watermarks(consumer, self.changelog_topic, partition, self.timeout)
+            start = low
+            if checkpoint is not None:
+                reason = _distrust(checkpoint, low, high, committed_offset)
+                if reason is None:
+                    start = checkpoint.changelog_offset
+                else:
+                    _log.warning(
+                        "local state discarded, restoring from the changelog's beginning",
+                        store=self.name,
+                        partition=partition,
+                        reason=reason,
+                    )
+                    storage = self._wipe(path, storage)
+                    checkpoint = None
+            restore = restore_partition(
+                consumer,
+                storage,
+                topic=self.changelog_topic,
+                partition=partition,
+                start_offset=start,
+                end_offset=high,
+                committed_offset=committed_offset,
+                progress=self.progress,
+            )
+            source = committed_offset
+            if source is None and checkpoint is not None:
+                source = checkpoint.source_offset
+            restored = Checkpoint(self.changelog_topic, restore.end_offset, source)
+            if checkpoint is None or restore.records_read:
+                self.save_checkpoint(partition, storage, restored)
+        except BaseException:
+            storage.close()
+            raise
+        finally:
+            consumer.close()
+        return _Restored(storage, restored, restore)
+
+
+class _Restored(NamedTuple):
+    storage: LocalStorage
+    checkpoint: Checkpoint
+    restore: RestoreResult
+
+
+def _distrust(checkpoint: Checkpoint, low: int, high: int, committed: int | None) -> str | None:
+    """Why the local copy behind ``checkpoint`` cannot be continued, or None if it can."""
+    if checkpoint.changelog_offset > high:
+        return (
+            f"checkpoint at changelog offset {checkpoint.changelog_offset} is past the "
+            f"changelog's end {high} (was the topic recreated?)"
+        )
+    if checkpoint.changelog_offset < low:
+        return (
+            f"checkpoint at offset {checkpoint.changelog_offset} is before the changelog's "
+            f"start {low}"
+        )
+    source = checkpoint.source_offset
+    if committed is not None and source is not None and source > committed:
+        return f"local state reflects input up to offset {source}, past the committed {committed}"
+    return None

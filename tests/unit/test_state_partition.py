@@ -1,0 +1,211 @@
+"""A store partition between checkpoints: buffering, flush to the changelog, apply, TTL.
+
+Runs on both backends; the changelog producer is the in-memory one (no broker here; the
+integration tests do the same against Kafka).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streams.state import (
+    Backend,
+    ChangelogPartition,
+    ChangelogStore,
+    ChangelogWriteError,
+    Checkpoint,
+    Entry,
+    MemoryBackend,
+    RocksDBBackend,
+    StateError,
+)
+from streams.state.changelog import EXPIRES_AT, SOURCE_OFFSET, SOURCE_TOPIC, decode_record
+from streams.state.checkpoint import read_checkpoint
+from streams.state.testing import RecordingProducer
+
+TOPIC = "app-s-changelog"
+
+
+class Clock:
+    def __init__(self, now: float = 1_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(params=["memory", "rocksdb"])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    return MemoryBackend() if request.param == "memory" else RocksDBBackend()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def part(backend: Backend, tmp_path: Path, clock: Clock) -> Iterator[ChangelogPartition]:
+    store = ChangelogStore(
+        "app",
+        "s",
+        backend,
+        consumer_config={"bootstrap.servers": "unused:1"},
+        state_dir=tmp_path,
+        source_topic="orders",
+        clock=clock,
+    )
+    storage = backend.open(store.partition_dir(2))
+    opened = ChangelogPartition(store, 2, storage, Checkpoint(TOPIC, 0), None)
+    yield opened
+    storage.close()
+
+
+def test_writes_are_buffered_and_visible_until_applied(part: ChangelogPartition) -> None:
+    tx = part.transaction()
+    tx.set("a", b"1")
+    tx.set(b"b", b"2")
+    tx.delete("b")
+    assert tx.get("a") == b"1"
+    assert tx.get("b") is None
+    assert tx.get("b", b"default") == b"default"
+    assert part.storage.get(b"a") is None  # nothing local before apply
+
+
+def test_flush_writes_each_key_once_tagged_with_the_source(part: ChangelogPartition) -> None:
+    tx = part.transaction()
+    tx.set("a", b"1")
+    tx.set("a", b"2")
+    tx.set("b", b"x")
+    tx.delete("b")
+    producer = RecordingProducer()
+    assert part.flush(producer, source_offset=57) == 2
+    records = producer.records(TOPIC, 2)
+    assert [(r.key, r.value) for r in records] == [(b"a", b"2"), (b"b", None)]
+    assert dict(records[0].headers)[SOURCE_OFFSET] == b"57"
+    assert dict(records[0].headers)[SOURCE_TOPIC] == b"orders"
+
+
+def test_apply_waits_for_acks_then_writes_locally(part: ChangelogPartition) -> None:
+    part.transaction().set("a", b"1")
+    producer = RecordingProducer()
+    part.flush(producer, source_offset=10)
+    with pytest.raises(ChangelogWriteError, match="not acknowledged"):
+        part.check_delivered()
+    with pytest.raises(ChangelogWriteError):
+        part.apply()
+    producer.flush()
+    part.check_delivered()
+    part.apply()
+    assert part.storage.get(b"a") == Entry(b"1")
+    assert part.checkpoint == Checkpoint(TOPIC, 1, 10)
+    assert part.transaction().get("a") == b"1"
+
+
+def test_a_failed_changelog_write_blocks_the_commit(part: ChangelogPartition) -> None:
+    part.transaction().set("a", b"1")
+    producer = RecordingProducer(fail_next=1)
+    part.flush(producer, source_offset=3)
+    producer.flush()
+    with pytest.raises(ChangelogWriteError, match="do not commit"):
+        part.check_delivered()
+    part.abort()
+    assert part.transaction().get("a") is None
+    assert part.storage.get(b"a") is None
+
+
+def test_no_writes_between_flush_and_apply(part: ChangelogPartition) -> None:
+    part.transaction().set("a", b"1")
+    producer = RecordingProducer()
+    part.flush(producer, source_offset=1)
+    with pytest.raises(StateError, match="apply"):
+        part.transaction().set("b", b"2")
+    with pytest.raises(StateError, match="flushed twice"):
+        part.flush(producer, source_offset=2)
+    producer.flush()
+    part.apply()
+    part.transaction().set("b", b"2")
+
+
+def test_entries_read_as_absent_once_their_ttl_passed(
+    part: ChangelogPartition, clock: Clock
+) -> None:
+    tx = part.transaction()
+    tx.set("k", b"v", ttl=60)
+    assert tx.get("k") == b"v"
+    clock.now += 59.9
+    assert tx.exists("k")
+    clock.now += 0.1
+    assert not tx.exists("k")
+    assert tx.get("k") is None
+    assert tx.get("k", now=clock.now - 30) == b"v"  # an explicit "now" wins over the clock
+
+
+def test_expiry_writes_tombstones_to_the_changelog(part: ChangelogPartition, clock: Clock) -> None:
+    producer = RecordingProducer()
+    tx = part.transaction()
+    tx.set("short", b"1", ttl=10)
+    tx.set("long", b"2", ttl=1_000)
+    tx.set("forever", b"3")
+    part.flush(producer, source_offset=5)
+    producer.flush()
+    part.apply()
+    written = producer.records(TOPIC, 2)
+    assert dict(written[0].headers)[EXPIRES_AT] == str(int((clock.now + 10) * 1000)).encode()
+    assert EXPIRES_AT not in dict(written[2].headers)
+
+    clock.now += 11
+    assert part.flush(producer, source_offset=6) == 1
+    producer.flush()
+    part.apply()
+    tombstone = producer.records(TOPIC, 2)[-1]
+    assert (tombstone.key, tombstone.value) == (b"short", None)
+    assert dict(tombstone.headers)[SOURCE_OFFSET] == b"6"
+    assert part.storage.get(b"short") is None
+    assert part.storage.get(b"long") is not None
+    assert part.expired_total == 1
+
+
+def test_replaying_the_changelog_rebuilds_the_same_entries(
+    part: ChangelogPartition, backend: Backend, tmp_path: Path
+) -> None:
+    producer = RecordingProducer()
+    for batch in range(3):
+        tx = part.transaction()
+        for i in range(50):
+            tx.set(f"k{i}", f"{batch}-{i}".encode(), ttl=600 if i % 2 else None)
+        tx.delete(f"k{batch}")
+        part.flush(producer, source_offset=batch)
+        producer.flush()
+        part.apply()
+    replica = backend.open(tmp_path / "replica")
+    try:
+        for r in producer.records(TOPIC, 2):
+            record = decode_record(
+                r.key, r.value, r.headers, topic=TOPIC, partition=2, offset=r.offset
+            )
+            replica.write({record.key: record.entry})
+        assert dict(replica.items()) == dict(part.storage.items())
+    finally:
+        replica.close()
+
+
+def test_the_disk_backend_checkpoints_each_apply(tmp_path: Path, clock: Clock) -> None:
+    store = ChangelogStore(
+        "app", "s", RocksDBBackend(), consumer_config={}, state_dir=tmp_path, clock=clock
+    )
+    storage = store.backend.open(store.partition_dir(0))
+    part = ChangelogPartition(store, 0, storage, Checkpoint(TOPIC, 0), None)
+    producer = RecordingProducer()
+    try:
+        for source in (100, 200):
+            part.transaction().set(f"k{source}", b"v")
+            part.flush(producer, source_offset=source)
+            producer.flush()
+            part.apply()
+        assert read_checkpoint(store.partition_dir(0), TOPIC) == Checkpoint(TOPIC, 2, 200)
+    finally:
+        storage.close()
