@@ -151,9 +151,21 @@ class KafkaContainer(DockerContainer):
         return self
 
     def stop(self, force: bool = True, delete_volume: bool = True) -> None:
-        """Remove the container (killing Kafka if it still runs) and its volumes."""
+        """Remove the container (killing Kafka if it still runs) and its volumes.
+
+        Blocks until Docker has removed it. Calling it again, or after the container is
+        gone, does nothing.
+        """
         self._bootstrap = None
-        super().stop(force=force, delete_volume=delete_volume)
+        if self._container is None:
+            return
+        try:
+            self._container.remove(force=force, v=delete_volume)
+        except docker.errors.NotFound:
+            pass  # removed already (by the user, or a daemon restart)
+        finally:
+            self._container = None
+            self.get_docker_client().client.close()
 
     def __enter__(self) -> KafkaContainer:
         return self.start()
@@ -249,7 +261,7 @@ class KafkaContainer(DockerContainer):
     def _remove_quietly(self) -> None:
         # Nothing to remove, or the daemon is gone: either way nothing is left to do.
         with contextlib.suppress(Exception):
-            super().stop()
+            self.stop()
 
 
 def _tar(files: list[tuple[str, str]]) -> bytes:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import docker  # type: ignore[import-untyped]
 import pytest
 from confluent_kafka.admin import AdminClient
 from testcontainers.core.network import Network
@@ -136,7 +137,16 @@ def docker_network() -> Iterator[Network]:
     try:
         yield network
     finally:
-        network.remove()
+        _remove_network(network)
+
+
+def _remove_network(network: Network) -> None:
+    # Containers of longer-lived fixtures (or ones torn down after this) may still be
+    # attached; Docker refuses to remove a network with endpoints, so detach them first.
+    handle = docker.from_env().networks.get(network.name)
+    for container in handle.containers:
+        handle.disconnect(container, force=True)
+    handle.remove()
 
 
 @pytest.fixture
