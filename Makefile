@@ -35,13 +35,13 @@ test-integration: $(STAMP) ## integration tests against a real broker
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff and mypy
-	$(BIN)/ruff check streams tests topology
-	$(BIN)/ruff format --check streams tests topology
+	$(BIN)/ruff check streams tests $(wildcard topology)
+	$(BIN)/ruff format --check streams tests $(wildcard topology)
 	$(BIN)/mypy
 
 fmt: $(STAMP) ## format the code with ruff
-	$(BIN)/ruff format streams tests topology
-	$(BIN)/ruff check --fix streams tests topology
+	$(BIN)/ruff format streams tests $(wildcard topology)
+	$(BIN)/ruff check --fix streams tests $(wildcard topology)
 
 bench: $(STAMP) ## measure throughput against a bare confluent-kafka loop
 	$(BIN)/python -m streams.bench
