@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from streams.cli import broker, demo, describe, schemas
+from streams.cli import broker, demo, describe, run, schemas
 from streams.cli._common import fail
 from streams.errors import StreamsError
 from streams.logs import configure_logging
@@ -22,6 +22,7 @@ app.add_typer(broker.app, name="broker")
 app.add_typer(schemas.app, name="schemas")
 app.command("demo")(demo.demo)
 app.command("describe")(describe.describe)
+app.command("run")(run.run)
 
 
 @app.callback()

@@ -23,13 +23,13 @@ SetOpt = typer.Option(
 )
 
 
-def parse_params(items: list[str]) -> dict[str, str]:
+def parse_params(items: list[str], option: str = "--set") -> dict[str, str]:
     """``["k=v", ...]`` as a dict; raises StreamsError on an item without ``=``."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise StreamsError(f"--set expects KEY=VALUE, got {item!r}")
+            raise StreamsError(f"{option} expects KEY=VALUE, got {item!r}")
         out[key] = value
     return out
 

@@ -17,10 +17,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.codec import Codec, DecodeError, peek_type
+from streams.codec import Codec, DecodeError
 from streams.envelope import Envelope
 from streams.errors import StreamsError
 from streams.topology.context import RecordMeta
+from streams.topology.decoding import decode_source
 from streams.topology.nodes import SinkNode
 from streams.topology.partitioning import partition_for
 from streams.topology.plan import Plan
@@ -35,10 +36,6 @@ from streams.topology.topology import Topology
 
 Headers = list[tuple[str, bytes | None]]
 _DEFAULT_CODEC: Any = object()
-
-
-class UnexpectedTypeError(DecodeError):
-    """A source read an envelope of another type than the one it declares."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,12 +181,7 @@ class TestDriver:
         if self.codec is None:
             raise StreamsError("pipe_raw needs a codec")
         try:
-            found = peek_type(msg.headers())
-            if found is not None and found[0] != source.type:
-                raise UnexpectedTypeError(
-                    f"source {source.name!r} reads {source.type}, got a record of {found[0]}"
-                )
-            env = self.codec.decode(value, msg.headers(), version=source.version)
+            env = decode_source(self.codec, source, value, msg.headers())
         except DecodeError as exc:
             self._failed(ProcessingFailure("decode", exc, RecordMeta.from_message(msg), None), None)
             return

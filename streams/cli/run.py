@@ -1,0 +1,86 @@
+"""``streams run FILE``: run a topology on Kafka until SIGINT/SIGTERM.
+
+One instance runs in this process. ``--instances N`` starts N instances as child
+processes of this one (same consumer group), forwards SIGINT/SIGTERM to them and exits
+with the worst of their exit codes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import FrameType
+
+import typer
+
+from streams.broker.local import DEFAULT_PORT
+from streams.cli.describe import AppIdOpt, FileArg, SetOpt, parse_params
+from streams.config import BOOTSTRAP_ENV
+from streams.runtime import RuntimeConfig
+from streams.runtime.config import split_client_overrides
+from streams.runtime.instance import run_instance
+from streams.topology import load_topology
+
+BootstrapOpt = typer.Option(
+    f"127.0.0.1:{DEFAULT_PORT}",
+    "--bootstrap",
+    "-b",
+    envvar=BOOTSTRAP_ENV,
+    help="Kafka bootstrap servers.",
+)
+InstancesOpt = typer.Option(
+    1, "--instances", "-n", min=1, envvar="STREAMS_INSTANCES", help="Instances to start."
+)
+BatchOpt = typer.Option(1_000, "--batch-size", min=1, help="Records per consume call.")
+ClientOpt = typer.Option(
+    [],
+    "-X",
+    help="librdkafka setting KEY=VALUE for both clients; prefix consumer. or producer. "
+    "for one (repeatable).",
+)
+StatusOpt = typer.Option(
+    None, "--status/--no-status", help="Live status line (default: when stderr is a terminal)."
+)
+
+
+def run(  # noqa: PLR0917 - a command's options
+    file: Path = FileArg,
+    app_id: str | None = AppIdOpt,
+    params: list[str] = SetOpt,
+    bootstrap: str = BootstrapOpt,
+    instances: int = InstancesOpt,
+    batch_size: int = BatchOpt,
+    client: list[str] = ClientOpt,
+    status: bool | None = StatusOpt,
+) -> None:
+    """Run a topology: consume its sources, process, write its sinks, commit (at-least-once)."""
+    topology = load_topology(file, app_id=app_id, params=parse_params(params))
+    if instances > 1:
+        args = [str(file), "--app-id", topology.app_id, "--bootstrap", bootstrap]
+        args += [f"--set={p}" for p in params] + [f"-X{c}" for c in client]
+        args += ["--batch-size", str(batch_size), "--no-status", "--instances", "1"]
+        raise typer.Exit(_supervise(args, instances))
+    consumer, producer = split_client_overrides(parse_params(client, option="-X"))
+    config = RuntimeConfig(
+        bootstrap=bootstrap, batch_size=batch_size, consumer=consumer, producer=producer
+    )
+    run_instance(topology, config, live=status)
+
+
+def _supervise(args: list[str], instances: int) -> int:
+    """Start ``instances`` children running ``streams run <args>``; forward stop signals."""
+    env = {**os.environ, "STREAMS_INSTANCES": "1"}
+    cmd = [sys.executable, "-m", "streams", "run", *args]
+    children = [subprocess.Popen(cmd, env=env) for _ in range(instances)]
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, forward)
+    return max(child.wait() for child in children)

@@ -1,0 +1,280 @@
+"""The native runtime: one instance of a topology on confluent-kafka.
+
+Contract and timing:
+
+- ``run()`` blocks until ``stop()`` is called (from a signal handler or another thread) or
+  a record fails with policy FAIL; it then finishes, flushes, commits and closes.
+- The consumer group is the app id, with cooperative-sticky assignment: start more
+  instances to scale out. Records are consumed in batches and processed one at a time, in
+  offset order per partition, on this thread; records of one key are never reordered.
+- At-least-once: an offset is committed only when its record and every record before it in
+  its partition are processed and every output they caused is acknowledged (idempotent
+  producer, ``acks=all``). Commits are asynchronous every ``commit_interval_s``, and
+  synchronous on revoke and shutdown.
+- Rebalance: on revoke, flush outputs, commit the revoked partitions, then release them.
+  On assign, reading starts at the committed offsets (``auto_offset_reset`` for a new
+  group). Lost partitions (the session expired) are dropped without a commit.
+- A failed record (policy FAIL) is never committed: earlier records are flushed and
+  committed, then ``run`` raises ``RecordFailed``. A refused output raises ``DeliveryError``.
+- No per-record INFO logs; errors are logged with app, topic, partition and offset bound.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+
+from streams.codec import Codec, DecodeError
+from streams.envelope import Envelope
+from streams.logs import get_logger
+from streams.runtime.config import RuntimeConfig
+from streams.runtime.errors import RecordFailed, RuntimeFailure
+from streams.runtime.offsets import InFlight, PartitionOffsets
+from streams.runtime.sink import OutputSink
+from streams.runtime.status import Stats
+from streams.topology import Plan, Topology
+from streams.topology.context import RecordMeta
+from streams.topology.decoding import decode_source
+from streams.topology.nodes import SinkNode
+from streams.topology.policy import ErrorAction, ErrorPolicy, ProcessingFailure, StepFailed, fail
+
+TP = tuple[str, int]
+
+
+class Runtime:
+    """Runs ``topology`` until stopped. Not thread-safe except ``stop()``."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        config: RuntimeConfig,
+        *,
+        codec: Codec | None = None,
+        on_tick: Callable[[Stats], None] | None = None,
+    ) -> None:
+        if codec is None:
+            from streams.codec import AvroCodec  # noqa: PLC0415 - loads the catalog once
+            from streams.schemas import default_catalog  # noqa: PLC0415
+
+            codec = AvroCodec(default_catalog())
+        self.topology = topology
+        self.config = config
+        self.codec = codec
+        self.stats = Stats()
+        self._on_tick = on_tick
+        self._stopping = False
+        self._log = get_logger("streams.runtime", app=topology.app_id)
+        self._partitions: dict[TP, PartitionOffsets] = {}
+        self._entry = InFlight(-1)  # the record being processed
+        self._plan = Plan(topology, self._emit)
+        self._consumer = Consumer(config.consumer_config(topology.app_id))
+        self._sink = OutputSink(Producer(config.producer_config()))
+
+    # -- control -------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask ``run`` to finish: safe from signal handlers and other threads."""
+        self._stopping = True
+
+    @property
+    def assignment(self) -> list[TP]:
+        return sorted(self._partitions)
+
+    def run(self) -> None:
+        """Consume, process and commit until stopped. Raises RuntimeFailure on failure."""
+        consumer = self._consumer
+        consumer.subscribe(
+            self.topology.topics_read,
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_lost,
+        )
+        self._log.info("started", topics=self.topology.topics_read)
+        failure: BaseException | None = None
+        try:
+            self._loop()
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            self._shutdown(failure)
+
+    # -- the loop --------------------------------------------------------------------------
+    def _loop(self) -> None:
+        consumer, sink, cfg = self._consumer, self._sink, self.config
+        process = self._process
+        last_commit = last_tick = time.monotonic()
+        while not self._stopping:
+            batch = consumer.consume(cfg.batch_size, timeout=cfg.poll_timeout_s)
+            for msg in batch:
+                err = msg.error()
+                if err is not None:
+                    self._consumer_error(err)
+                    continue
+                process(msg)
+            sink.poll()
+            sink.raise_errors()
+            now = time.monotonic()
+            if now - last_commit >= cfg.commit_interval_s:
+                self._commit(list(self._partitions.values()), asynchronous=True)
+                last_commit = now
+            if self._on_tick is not None and now - last_tick >= cfg.status_interval_s:
+                self._refresh_lag()
+                self._on_tick(self.stats)
+                last_tick = now
+
+    def _process(self, msg: Message) -> None:
+        topic = cast(str, msg.topic())
+        offsets = self._partitions.get((topic, cast(int, msg.partition())))
+        if offsets is None:  # revoked while this batch was in hand: the new owner reads it
+            return
+        entry = offsets.begin(cast(int, msg.offset()))
+        self._entry = entry
+        self.stats.consumed += 1
+        plan = self._plan
+        source = plan.sources[topic]
+        try:
+            env = decode_source(self.codec, source, msg.value(), cast(Any, msg.headers()))
+        except DecodeError as exc:
+            self._failed(msg, "decode", exc, None, None)
+        else:
+            plan.current.message = msg
+            try:
+                plan.entries[topic](env)
+            except StepFailed as exc:
+                self._failed(msg, exc.step, exc.error, env, exc.policy)
+        entry.release()
+
+    def _emit(self, _sink: SinkNode, topic: str, env: Envelope) -> None:
+        value, headers = self.codec.encode(env)
+        key = env.key.encode() if env.key is not None else None
+        self._sink.send(topic, key=key, value=value, headers=headers, entry=self._entry)
+        self.stats.produced += 1
+
+    def _failed(
+        self,
+        msg: Message,
+        step: str,
+        error: BaseException,
+        env: Envelope | None,
+        policy: ErrorPolicy | None,
+    ) -> None:
+        """Apply the error policy. FAIL raises (the record stays uncommitted)."""
+        failure = ProcessingFailure(step, error, RecordMeta.from_message(msg), env)
+        action = (policy or self.topology.on_error or fail)(failure)
+        log = self._log.bind(
+            topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), step=step
+        )
+        if action is ErrorAction.SKIP:
+            self.stats.skipped += 1
+            log.warning("record skipped", error=f"{type(error).__name__}: {error}")
+            return
+        log.error("record failed", exc_info=error)
+        raise RecordFailed(
+            f"step {step!r} failed on {msg.topic()}[{msg.partition()}]@{msg.offset()}: "
+            f"{type(error).__name__}: {error}"
+        ) from error
+
+    def _consumer_error(self, err: KafkaError) -> None:
+        if err.code() == KafkaError._PARTITION_EOF:
+            return
+        if err.fatal() or not err.retriable():
+            raise RuntimeFailure(f"consumer error: {err.str()}")
+        self._log.warning("consumer error", error=err.str())
+
+    # -- commits -------------------------------------------------------------------------
+    def _commit(
+        self, partitions: list[PartitionOffsets], *, asynchronous: bool, force: bool = False
+    ) -> None:
+        """Commit each partition's finished prefix. ``force`` re-sends offsets already sent
+        (an asynchronous commit may have failed unseen)."""
+        pending = []
+        for po in partitions:
+            nxt = po.committable() if force else po.pending_commit()
+            if nxt is not None:
+                pending.append((po, nxt))
+        if not pending:
+            return
+        offsets = [TopicPartition(po.topic, po.partition, nxt) for po, nxt in pending]
+        try:
+            if asynchronous:
+                self._consumer.commit(offsets=offsets, asynchronous=True)
+            else:
+                self._consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.code() != KafkaError._NO_OFFSET:
+                # Nothing is lost: uncommitted records are redelivered (at-least-once).
+                self._log.warning("commit failed", error=err.str())
+            return
+        for po, nxt in pending:
+            po.committed = nxt
+
+    def _flush_and_commit(self, partitions: list[PartitionOffsets]) -> None:
+        self._sink.poll()
+        left = self._sink.flush(self.config.shutdown_timeout_s)
+        if left:
+            self._log.error("outputs not acknowledged in time", outstanding=left)
+        self._commit(partitions, asynchronous=False, force=True)
+
+    # -- rebalance -------------------------------------------------------------------------
+    def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self._partitions[(tp.topic, tp.partition)] = PartitionOffsets(tp.topic, tp.partition)
+        self.stats.partitions = len(self._partitions)
+        self.stats.rebalances += 1
+        self._log.info("partitions assigned", partitions=_names(partitions))
+
+    def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        revoked = [
+            self._partitions[key]
+            for tp in partitions
+            if (key := (tp.topic, tp.partition)) in self._partitions
+        ]
+        self._flush_and_commit(revoked)
+        for po in revoked:
+            del self._partitions[(po.topic, po.partition)]
+        self.stats.partitions = len(self._partitions)
+        self._log.info("partitions revoked", partitions=_names(partitions))
+
+    def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self._partitions.pop((tp.topic, tp.partition), None)
+        self.stats.partitions = len(self._partitions)
+        self._log.warning("partitions lost", partitions=_names(partitions))
+
+    def _refresh_lag(self) -> None:
+        tps = [TopicPartition(t, p) for t, p in self._partitions]
+        if not tps:
+            self.stats.lag = 0
+            return
+        lag = 0
+        try:
+            for tp in self._consumer.position(tps):
+                _low, high = self._consumer.get_watermark_offsets(tp, cached=True)
+                if high >= 0 and tp.offset >= 0:
+                    lag += max(high - tp.offset, 0)
+        except KafkaException:
+            return
+        self.stats.lag = lag
+
+    # -- shutdown --------------------------------------------------------------------------
+    def _shutdown(self, failure: BaseException | None) -> None:
+        """Finish: flush, commit what is done, leave the group. Never commits a failed record."""
+        try:
+            self._flush_and_commit(list(self._partitions.values()))
+        except Exception:
+            self._log.exception("final commit failed")
+        finally:
+            self._plan.close()
+            self._consumer.close()  # leaves the group: the revoke callback commits again
+            if failure is None:
+                self._log.info(
+                    "stopped", consumed=self.stats.consumed, produced=self.stats.produced
+                )
+
+
+def _names(partitions: list[TopicPartition]) -> list[str]:
+    return [f"{tp.topic}[{tp.partition}]" for tp in partitions]

@@ -1,0 +1,88 @@
+"""Everything the runtime writes goes through ``OutputSink``: outputs today; changelog,
+retry and dead-letter records later. Each write holds a token on the input record that
+caused it (its ``InFlight``) until the broker acknowledges it, so offsets are committed only
+after every write they caused is durable.
+
+``send`` never blocks for long: when the producer's local queue is full it serves delivery
+callbacks until there is room. Acknowledgements arrive inside ``poll``/``flush``. A write
+the broker refuses (after the idempotent producer's own retries) marks its record failed,
+which stops commits for that partition at that record, and ``raise_errors`` reports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from confluent_kafka import KafkaError, Message, Producer
+
+from streams.runtime.errors import DeliveryError
+from streams.runtime.offsets import InFlight
+
+
+class _Ack:
+    """Delivery callback for one write: releases the record's token, or marks it failed."""
+
+    __slots__ = ("entry", "sink")
+
+    def __init__(self, sink: OutputSink, entry: InFlight) -> None:
+        self.sink = sink
+        self.entry = entry
+
+    def __call__(self, err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            self.entry.failed = True
+            self.sink.errors.append(f"{msg.topic()}: {err.str()}")
+        else:
+            self.sink.acked += 1
+        self.entry.release()
+
+
+class OutputSink:
+    """A producer plus the bookkeeping of which input record each write belongs to."""
+
+    def __init__(self, producer: Producer) -> None:
+        self.producer = producer
+        self.errors: list[str] = []
+        self.sent = 0
+        self.acked = 0
+
+    def send(
+        self,
+        topic: str,
+        *,
+        key: bytes | None,
+        value: bytes,
+        headers: Sequence[tuple[str, bytes]],
+        entry: InFlight,
+        partition: int | None = None,
+    ) -> None:
+        """Queue one write caused by ``entry``'s record (partitioned by key unless given)."""
+        entry.hold()
+        extra: dict[str, Any] = {} if partition is None else {"partition": partition}
+        ack = _Ack(self, entry)
+        while True:
+            try:
+                self.producer.produce(
+                    topic, value, key, headers=cast(Any, headers), on_delivery=ack, **extra
+                )
+                break
+            except BufferError:  # local queue full: serve acks to make room
+                self.producer.poll(0.05)
+        self.sent += 1
+
+    def poll(self) -> None:
+        """Serve delivery callbacks that are ready; never blocks."""
+        self.producer.poll(0)
+
+    def flush(self, timeout_s: float) -> int:
+        """Wait until every write is acknowledged (or ``timeout_s``); returns how many are
+        still outstanding."""
+        return int(self.producer.flush(timeout_s))
+
+    def raise_errors(self) -> None:
+        """Raise DeliveryError if the broker refused any write."""
+        if self.errors:
+            first = self.errors[0]
+            more = f" (and {len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
+            raise DeliveryError(f"the broker refused an output: {first}{more}")

@@ -1,0 +1,81 @@
+"""Counters of one instance, and how they are shown: a live line on a terminal, a periodic
+structured log line otherwise. Never per record."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from streams.logs import get_logger
+
+
+@dataclass
+class Stats:
+    consumed: int = 0
+    produced: int = 0
+    skipped: int = 0
+    partitions: int = 0
+    lag: int | None = None
+    rebalances: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+
+class StatusReporter:
+    """Called once per loop turn; shows the stats at most every ``interval_s``.
+
+    On a terminal: one line rewritten in place (records/s, lag). Otherwise: an INFO log
+    line ``progress`` every ``log_every_s``."""
+
+    def __init__(
+        self,
+        app_id: str,
+        *,
+        stream: TextIO | None = None,
+        live: bool | None = None,
+        interval_s: float = 1.0,
+        log_every_s: float = 30.0,
+    ) -> None:
+        self.app_id = app_id
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self.interval_s = interval_s
+        self.log_every_s = log_every_s
+        self._last = time.monotonic()
+        self._last_log = self._last
+        self._last_consumed = 0
+        self._log = get_logger("streams.runtime", app=app_id)
+
+    def due(self) -> bool:
+        return time.monotonic() - self._last >= self.interval_s
+
+    def show(self, stats: Stats) -> None:
+        now = time.monotonic()
+        rate = (stats.consumed - self._last_consumed) / max(now - self._last, 1e-6)
+        self._last, self._last_consumed = now, stats.consumed
+        lag = "?" if stats.lag is None else f"{stats.lag:,}"
+        if self.live:
+            line = (
+                f"{self.app_id}: {stats.partitions} partitions | {stats.consumed:,} in "
+                f"({rate:,.0f}/s) | {stats.produced:,} out | lag {lag}"
+                + (f" | {stats.skipped:,} skipped" if stats.skipped else "")
+            )
+            self.stream.write(f"\r\x1b[2K{line}")
+            self.stream.flush()
+        elif now - self._last_log >= self.log_every_s:
+            self._last_log = now
+            self._log.info(
+                "progress",
+                consumed=stats.consumed,
+                produced=stats.produced,
+                skipped=stats.skipped,
+                rate=round(rate),
+                lag=stats.lag,
+                partitions=stats.partitions,
+            )
+
+    def close(self) -> None:
+        if self.live:
+            self.stream.write("\n")
+            self.stream.flush()

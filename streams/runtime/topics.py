@@ -1,0 +1,28 @@
+"""Before the first poll: the topics read must exist; the topics owned are created."""
+
+from __future__ import annotations
+
+from confluent_kafka.admin import AdminClient
+
+from streams.admin import create_topic
+from streams.runtime.errors import MissingTopicError
+from streams.topology import Topology
+
+
+def prepare_topics(admin: AdminClient, topology: Topology, timeout_s: float = 30.0) -> int:
+    """Check the source topics exist and create missing owned topics with as many
+    partitions as the widest source (so keys keep their partition count). Returns that
+    partition count. Raises MissingTopicError naming a source topic that does not exist."""
+    metadata = admin.list_topics(timeout=timeout_s)
+    widest = 1
+    for topic in topology.topics_read:
+        meta = metadata.topics.get(topic)
+        if meta is None or meta.error is not None:
+            raise MissingTopicError(
+                f"topology {topology.app_id!r} reads topic {topic!r}, which does not exist"
+            )
+        widest = max(widest, len(meta.partitions))
+    for owned in topology.owned_topics:
+        if owned.name not in metadata.topics:
+            create_topic(admin, owned.name, partitions=widest, config=owned.config, exist_ok=True)
+    return widest
