@@ -72,6 +72,7 @@ def restore_consumer(config: Mapping[str, Any]) -> Consumer:
             "group.id": f"streams-restore-{uuid.uuid4().hex[:8]}",
             "queued.max.messages.kbytes": 16384,
             "fetch.max.bytes": 16 * 1024 * 1024,
+            "fetch.wait.max.ms": 50,  # the end of the partition shows up as an empty fetch
             **config,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
@@ -193,7 +194,9 @@ class _Run:
                     )
                 continue
             deadline = time.monotonic() + stall
-            done = self._apply(batch)
+            # The end: the high watermark read before, or the broker's end-of-partition (a
+            # changelog written in transactions ends with a marker no record reaches).
+            done = self._apply(batch) or self.position >= self.end
             if progress is not None:
                 done_offsets = min(self.position, self.end) - self.start
                 progress(self.topic, self.partition, done_offsets, self.end - self.start)
