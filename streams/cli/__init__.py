@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from streams.cli import broker, demo, describe, run, schemas
+from streams.cli import broker, demo, describe, dlq, run, schemas
 from streams.cli._common import fail
 from streams.errors import StreamsError
 from streams.logs import configure_logging
@@ -19,6 +19,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(broker.app, name="broker")
+app.add_typer(dlq.app, name="dlq")
 app.add_typer(schemas.app, name="schemas")
 app.command("demo")(demo.demo)
 app.command("describe")(describe.describe)

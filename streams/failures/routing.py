@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import cast
+
+from confluent_kafka import Message
 
 from streams.failures.headers import (
     FailureInfo,
@@ -40,6 +43,21 @@ class FailedRecord:
     headers: Headers
     position: SourcePosition
     timestamp: int | None = None
+
+    @classmethod
+    def from_message(cls, message: Message) -> FailedRecord:
+        """The failed record as consumed (a ``confluent_kafka.Message`` without error)."""
+        kind, ms = message.timestamp()
+        return cls(
+            key=message.key(),
+            value=message.value(),
+            # A consumed record's headers are always a list of (str, bytes | None) pairs.
+            headers=cast(list[Header], message.headers() or []),
+            position=SourcePosition(
+                message.topic() or "", message.partition() or 0, message.offset() or 0
+            ),
+            timestamp=ms if kind else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)

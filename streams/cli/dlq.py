@@ -1,0 +1,375 @@
+"""``streams dlq list | show | replay``: inspect a dead-letter topic and send records back.
+
+Every command reads the DLQ from its start to its current end (no consumer group, nothing
+committed). ``replay`` is a dry run unless ``--execute`` is given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from streams.cli._common import console, err_console, fail
+from streams.failures.dlq import (
+    DeadLetter,
+    Decoder,
+    DlqContents,
+    DlqFilter,
+    ReplayPlan,
+    describe,
+    execute_replay,
+    plan_replay,
+    read_dlq,
+    summarize,
+)
+from streams.failures.errors import RetryPolicyError
+from streams.failures.headers import Headers, format_time
+from streams.failures.policy import parse_delay
+
+app = typer.Typer(
+    help="Inspect a dead-letter topic (<app>-<topic>-dlq) and replay its records.",
+    no_args_is_help=True,
+)
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+DlqArg = typer.Argument(..., metavar="DLQ_TOPIC", help="The dead-letter topic, <app>-<topic>-dlq.")
+BootstrapOpt = typer.Option(
+    DEFAULT_BOOTSTRAP,
+    "--bootstrap-server",
+    "-b",
+    envvar="KAFKA_BOOTSTRAP_SERVERS",
+    help="Kafka bootstrap servers (default $KAFKA_BOOTSTRAP_SERVERS, else 127.0.0.1:9092).",
+)
+JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
+TimeoutOpt = typer.Option(30.0, "--timeout", help="Seconds to wait on the broker.")
+ErrorOpt = typer.Option(
+    None, "--error-type", "-e", help="Only this exception class (ValueError or its full name)."
+)
+KeyOpt = typer.Option(None, "--key", "-k", help="Only records with this key (UTF-8).")
+SourceOpt = typer.Option(None, "--source-topic", help="Only records that failed on this topic.")
+SinceOpt = typer.Option(
+    None, "--since", help="Failed at or after: an ISO time or a duration ago (30m, 2h, 1d)."
+)
+UntilOpt = typer.Option(None, "--until", help="Failed at or before: ISO time or duration ago.")
+SchemasOpt = typer.Option(
+    Path("schemas"),
+    "--schemas",
+    envvar="STREAMS_SCHEMAS_DIR",
+    help="Schemas folder used to decode envelopes (default ./schemas).",
+)
+RecordOpt = typer.Option(
+    [], "--record", "-r", help="Only this DLQ record, PARTITION:OFFSET (repeatable)."
+)
+
+
+def _when(text: str | None, option: str) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    except ValueError:
+        pass
+    try:
+        return datetime.now(UTC) - parse_delay(text)
+    except RetryPolicyError:
+        fail(f"{option} expects an ISO time or a duration such as 30m, got {text!r}")
+
+
+def _records(items: list[str]) -> frozenset[tuple[int, int]] | None:
+    if not items:
+        return None
+    out: set[tuple[int, int]] = set()
+    for item in items:
+        partition, sep, offset = item.partition(":")
+        if not sep or not partition.isdigit() or not offset.isdigit():
+            fail(f"--record expects PARTITION:OFFSET, got {item!r}")
+        out.add((int(partition), int(offset)))
+    return frozenset(out)
+
+
+def _selection(
+    *,
+    error_type: str | None,
+    key: str | None,
+    source_topic: str | None,
+    since: str | None,
+    until: str | None,
+    records: list[str],
+) -> DlqFilter:
+    return DlqFilter(
+        error_type=error_type,
+        key=key,
+        source_topic=source_topic,
+        since=_when(since, "--since"),
+        until=_when(until, "--until"),
+        records=_records(records),
+    )
+
+
+@contextmanager
+def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on a terminal (never with --json); None elsewhere."""
+    if quiet or not err_console.is_terminal:
+        yield None
+        return
+    with Progress(
+        TextColumn(label), BarColumn(), MofNCompleteColumn(), console=err_console, transient=True
+    ) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+def _read(bootstrap: str, topic: str, timeout: float, quiet: bool) -> DlqContents:
+    with _progress(f"reading {topic}", quiet) as on_progress:
+        return read_dlq(bootstrap, topic, timeout=timeout, on_progress=on_progress)
+
+
+def _print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
+
+
+@app.command("list")
+def list_(
+    *,
+    dlq: str = DlqArg,
+    bootstrap: str = BootstrapOpt,
+    error_type: str | None = ErrorOpt,
+    key: str | None = KeyOpt,
+    source_topic: str | None = SourceOpt,
+    since: str | None = SinceOpt,
+    until: str | None = UntilOpt,
+    as_json: bool = JsonOpt,
+    timeout: float = TimeoutOpt,
+) -> None:
+    """Counts per error type and per source topic, oldest and newest failure, replays."""
+    selection = _selection(
+        error_type=error_type,
+        key=key,
+        source_topic=source_topic,
+        since=since,
+        until=until,
+        records=[],
+    )
+    summary = summarize(_read(bootstrap, dlq, timeout, as_json), selection)
+    if as_json:
+        _print_json(summary.as_json())
+        return
+    span = (
+        f"{format_time(summary.oldest)} .. {format_time(summary.newest)}"
+        if summary.oldest and summary.newest
+        else "-"
+    )
+    console.print(
+        f"[bold]{dlq}[/]: {summary.total} dead letter(s), failed {span}; "
+        f"{summary.replayed} replayed ({summary.replays} replay(s))",
+        highlight=False,
+    )
+    for title, counts in (("error type", summary.by_error), ("source topic", summary.by_source)):
+        if not counts:
+            continue
+        table = Table(title=None)
+        table.add_column(title)
+        table.add_column("records", justify="right")
+        for name, count in counts.items():
+            table.add_row(name, str(count))
+        console.print(table)
+
+
+def _codec_decoder(schemas_dir: Path) -> tuple[Decoder | None, str | None]:
+    """A decoder from the schema catalog, or None and why (shown, never fatal)."""
+    from streams.codec import AvroCodec  # noqa: PLC0415 - only `show` needs the catalog
+    from streams.errors import StreamsError  # noqa: PLC0415
+    from streams.schemas import SchemaCatalog  # noqa: PLC0415
+
+    try:
+        codec = AvroCodec(SchemaCatalog.load(schemas_dir, check=False), require_headers=False)
+    except (StreamsError, OSError) as exc:
+        return None, f"cannot load schemas from {schemas_dir}: {exc}"
+
+    def decode(value: bytes | None, headers: Headers) -> dict[str, Any]:
+        return asdict(codec.decode(value, headers))
+
+    return decode, None
+
+
+@app.command()
+def show(
+    *,
+    dlq: str = DlqArg,
+    bootstrap: str = BootstrapOpt,
+    error_type: str | None = ErrorOpt,
+    key: str | None = KeyOpt,
+    source_topic: str | None = SourceOpt,
+    since: str | None = SinceOpt,
+    until: str | None = UntilOpt,
+    records: list[str] = RecordOpt,
+    limit: int = typer.Option(50, "--limit", "-n", help="At most this many (0: all)."),
+    stacktrace: bool = typer.Option(False, "--stacktrace", help="Print the stack traces too."),
+    schemas_dir: Path = SchemasOpt,
+    as_json: bool = JsonOpt,
+    timeout: float = TimeoutOpt,
+) -> None:
+    """Dead letters with their error headers and decoded envelopes, oldest first."""
+    selection = _selection(
+        error_type=error_type,
+        key=key,
+        source_topic=source_topic,
+        since=since,
+        until=until,
+        records=records,
+    )
+    contents = _read(bootstrap, dlq, timeout, as_json)
+    letters = selection.select(contents.letters)
+    shown = letters if limit <= 0 else letters[:limit]
+    decode, problem = _codec_decoder(schemas_dir)
+    views = [describe(letter, contents, decode) for letter in shown]
+    if as_json:
+        _print_json(views)
+        return
+    if problem:
+        err_console.print(f"note: {problem}; envelopes are not decoded", highlight=False)
+    for view in views:
+        _print_letter(view, stacktrace)
+    more = f" (first {len(shown)}; --limit 0 for all)" if len(shown) < len(letters) else ""
+    console.print(f"{len(letters)} of {len(contents.letters)} dead letter(s) match{more}")
+
+
+def _print_letter(view: dict[str, Any], stacktrace: bool) -> None:
+    p = console.print
+    p(
+        f"[bold]{view['ref']}[/]  key={view['key']}  id={view['event_id']}  "
+        f"type={view['event_type']}",
+        highlight=False,
+    )
+    error = view["error"]
+    if error is None:
+        p(f"  error    none readable ({view['header_problem'] or 'no error headers'})")
+    else:
+        src = error["source"]
+        p(
+            f"  error    {error['exception']}: {error['message']}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        p(
+            f"  where    {src['topic']}[{src['partition']}]@{src['offset']}, "
+            f"stage {error['stage']}, step {error['step'] or '-'}, app {error['app_id']}",
+            highlight=False,
+        )
+        p(
+            f"  when     {error['attempts']} attempt(s), first {error['first_failure']}, "
+            f"last {error['last_failure']}",
+            highlight=False,
+        )
+    for replay in view.get("replays", []):
+        p(f"  replayed to {replay['to']} at {replay['time']}", highlight=False)
+    if "envelope" in view:
+        if view["envelope"] is not None:
+            body = json.dumps(view["envelope"], default=str, ensure_ascii=False)
+            p(f"  envelope {body}", highlight=False, soft_wrap=True)
+        else:
+            p(f"  envelope not decodable: {view['decode_error']}", highlight=False)
+    if stacktrace and error is not None:
+        p(error["stacktrace"], highlight=False, soft_wrap=True)
+
+
+def _plan_json(plan: ReplayPlan) -> list[dict[str, Any]]:
+    return [
+        {
+            "ref": item.letter.ref,
+            "key": item.letter.key_text,
+            "event_id": item.letter.event_id,
+            "error": item.letter.error_type,
+            "to": item.topic,
+            "partition": item.partition,
+        }
+        for item in plan.items
+    ]
+
+
+def _skipped_json(skipped: tuple[tuple[DeadLetter, str], ...]) -> list[dict[str, str]]:
+    return [{"ref": letter.ref, "reason": reason} for letter, reason in skipped]
+
+
+@app.command()
+def replay(
+    *,
+    dlq: str = DlqArg,
+    bootstrap: str = BootstrapOpt,
+    error_type: str | None = ErrorOpt,
+    key: str | None = KeyOpt,
+    source_topic: str | None = SourceOpt,
+    since: str | None = SinceOpt,
+    until: str | None = UntilOpt,
+    records: list[str] = RecordOpt,
+    to: str | None = typer.Option(
+        None, "--to", help="Send to this topic instead of each record's source topic."
+    ),
+    execute: bool = typer.Option(
+        False, "--execute", help="Really send. Without it: a dry run that sends nothing."
+    ),
+    as_json: bool = JsonOpt,
+    timeout: float = TimeoutOpt,
+) -> None:
+    """Send the selected dead letters back (dry run unless --execute).
+
+    Each record keeps its key, value and original headers, gets ``streams.replay.of`` and
+    ``streams.replay.time``, and goes to its source topic and partition (or --to).
+    """
+    selection = _selection(
+        error_type=error_type,
+        key=key,
+        source_topic=source_topic,
+        since=since,
+        until=until,
+        records=records,
+    )
+    plan = plan_replay(_read(bootstrap, dlq, timeout, as_json), selection, to=to)
+    sent = 0
+    if execute and plan.items:
+        with _progress("replaying", as_json) as on_progress:
+            sent = execute_replay(bootstrap, plan, timeout=timeout, on_progress=on_progress).sent
+    if as_json:
+        _print_json(
+            {
+                "dlq": dlq,
+                "dry_run": not execute,
+                "sent": sent,
+                "records": _plan_json(plan),
+                "skipped": _skipped_json(plan.skipped),
+            }
+        )
+        return
+    if plan.items:
+        table = Table(title=None)
+        for column in ("dlq record", "key", "event id", "error", "to"):
+            table.add_column(column)
+        for row in _plan_json(plan):
+            where = row["to"] if row["partition"] is None else f"{row['to']}[{row['partition']}]"
+            table.add_row(row["ref"], row["key"], row["event_id"], row["error"], where)
+        console.print(table)
+    for letter, reason in plan.skipped:
+        err_console.print(f"skipped {letter.ref}: {reason}", highlight=False)
+    targets = ", ".join(f"{topic} ({n})" for topic, n in plan.by_target().items()) or "nothing"
+    if not execute:
+        console.print(
+            f"dry run: nothing sent; --execute sends {len(plan.items)} record(s) to {targets}",
+            highlight=False,
+        )
+    else:
+        console.print(f"sent {sent} record(s) to {targets}", highlight=False)
