@@ -53,6 +53,9 @@ def changelog_topic(app: str, store: str) -> str:
     return f"{app}-{store}-changelog"
 
 
+HeaderList = list[tuple[str, str | bytes | None]]
+"""Headers as written (the type confluent-kafka's ``produce`` takes)."""
+
 Headers = Sequence[tuple[str, str | bytes | None]] | Mapping[str, str | bytes | None]
 
 
@@ -72,18 +75,16 @@ class ChangelogRecord:
         """What the record makes of its key in the store: an entry, or ``None`` (deleted)."""
         return None if self.value is None else Entry(self.value, self.expires_at_ms)
 
-    def headers(self) -> list[tuple[str, bytes]]:
+    def headers(self) -> HeaderList:
         return record_headers(
             source_headers(self.source_topic, self.source_partition, self.source_offset),
             self.expires_at_ms,
         )
 
 
-def source_headers(
-    topic: str | None, partition: int | None, offset: int | None
-) -> list[tuple[str, bytes]]:
+def source_headers(topic: str | None, partition: int | None, offset: int | None) -> HeaderList:
     """The headers shared by every record of one flush (built once per flush)."""
-    headers: list[tuple[str, bytes]] = []
+    headers: HeaderList = []
     if topic is not None:
         headers.append((SOURCE_TOPIC, topic.encode()))
     if partition is not None:
@@ -93,7 +94,7 @@ def source_headers(
     return headers
 
 
-def record_headers(shared: list[tuple[str, bytes]], expires_at_ms: int) -> list[tuple[str, bytes]]:
+def record_headers(shared: HeaderList, expires_at_ms: int) -> HeaderList:
     if expires_at_ms == NEVER:
         return shared
     return [*shared, (EXPIRES_AT, str(expires_at_ms).encode())]
