@@ -1,0 +1,146 @@
+"""The native runtime on a real broker: the same outputs as the TestDriver, and a failing
+record never committed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from streams.codec import AvroCodec
+from streams.envelope import Envelope
+from streams.runtime import MissingTopicError, RecordFailed, Runtime, RuntimeConfig
+from streams.runtime.topics import prepare_topics
+from streams.schemas import default_catalog
+from streams.testing import TestDriver, TopicFactory, TopicReader, produce_envelopes
+from streams.testing.topics import unique_topic_name
+from streams.topology import Topology, TopologyBuilder, load_topology, owned
+from streams.topology.loader import import_file
+
+ORDERS = Path(__file__).resolve().parents[2] / "topology" / "orders.py"
+CODEC = AvroCodec(default_catalog())
+
+
+def decode(msg: Message) -> Envelope:
+    return CODEC.decode(msg.value(), cast(Any, msg.headers()))
+
+
+class Running:
+    """A Runtime on a background thread; ``stop()`` joins it and returns its exception."""
+
+    def __init__(self, topology: Topology, bootstrap: str) -> None:
+        self.runtime = Runtime(topology, RuntimeConfig(bootstrap=bootstrap, batch_size=100))
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.runtime.run()
+        except BaseException as exc:
+            self.error = exc
+
+    def stop(self, timeout: float = 30) -> BaseException | None:
+        self.runtime.stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the runtime did not stop"
+        return self.error
+
+
+@pytest.fixture
+def running(kafka_bootstrap: str) -> Iterator[list[Running]]:
+    started: list[Running] = []
+    yield started
+    for r in started:
+        r.stop()
+
+
+def by_key(envs: list[tuple[int, Envelope]]) -> dict[str, list[tuple[Any, ...]]]:
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for partition, e in envs:
+        row = (partition, e.type, e.version, dict(e.data), e.causation_id, e.correlation_id)
+        out.setdefault(e.key or "", []).append(row)
+    return out
+
+
+def test_the_orders_topology_writes_what_the_test_driver_predicts(
+    kafka_bootstrap: str,
+    kafka_admin: AdminClient,
+    make_topic: TopicFactory,
+    running: list[Running],
+) -> None:
+    source = make_topic("orders-in", partitions=4)
+    topology = load_topology(ORDERS, app_id=unique_topic_name("parity"), params={"input": source})
+    orders = list(import_file(ORDERS).sample_orders(300))
+    accepted, rejected = topology.topics_written
+    with TestDriver(topology, partitions=4) as driver:
+        driver.pipe(source, orders)
+        expected = {
+            t: [(r.partition, r.envelope) for r in driver.records(t)] for t in (accepted, rejected)
+        }
+    assert expected[accepted] and expected[rejected]
+
+    produce_envelopes(kafka_bootstrap, source, orders, CODEC)
+    prepare_topics(kafka_admin, topology)
+    running.append(Running(topology, kafka_bootstrap))
+    for topic, want in expected.items():
+        with TopicReader(kafka_bootstrap, topic) as reader:
+            count = len(want)
+            records = reader.wait_for(lambda rs: len(rs) >= count, 60)  # noqa: B023
+        got = [(m.partition() or 0, decode(m)) for m in records]
+        assert by_key(got) == by_key(want), topic
+    assert running[0].stop() is None
+
+
+def poison_topology(app_id: str, source: str) -> Topology:
+    def check(env: Envelope) -> Envelope:
+        if env.data["order_id"] == "poison":
+            raise ValueError("cannot process this order")
+        return env
+
+    b = TopologyBuilder(app_id)
+    b.source(source, type="order.placed", version=2).map(check).to(
+        owned("out"), type="order.placed", version=2
+    )
+    return b.build()
+
+
+def order(order_id: str) -> Envelope:
+    data = {"order_id": order_id, "customer_id": "c", "items": [], "total_cents": 0}
+    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key="c")
+
+
+def test_a_failing_record_stops_the_runtime_and_is_never_committed(
+    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: TopicFactory
+) -> None:
+    source = make_topic("poison-in", partitions=1)
+    topology = poison_topology(unique_topic_name("poison"), source)
+    names = [f"o-{i}" for i in range(5)] + ["poison"] + [f"o-{i}" for i in range(6, 10)]
+    produce_envelopes(kafka_bootstrap, source, [order(n) for n in names], CODEC)
+    prepare_topics(kafka_admin, topology)
+
+    run = Running(topology, kafka_bootstrap)
+    run.thread.join(60)
+    assert isinstance(run.error, RecordFailed)
+    assert f"step 'check' failed on {source}[0]@5: ValueError" in str(run.error)
+
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": topology.app_id})
+    try:
+        (tp,) = consumer.committed([TopicPartition(source, 0)], timeout=10)
+    finally:
+        consumer.close()
+    assert tp.offset == 5  # the records before the poison, and not one more
+    with TopicReader(kafka_bootstrap, topology.topics_written[0]) as reader:
+        out: list[Message] = reader.wait_for(lambda rs: len(rs) >= 5, 30)
+    assert [decode(m).data["order_id"] for m in out] == names[:5]
+
+
+def test_a_missing_source_topic_is_a_clear_error(kafka_admin: AdminClient) -> None:
+    topology = poison_topology("app", unique_topic_name("nowhere"))
+    with pytest.raises(MissingTopicError, match=r"reads topic 'nowhere-\w+', which does not exist"):
+        prepare_topics(kafka_admin, topology)
