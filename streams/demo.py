@@ -17,6 +17,7 @@ from rich.console import Console
 from streams.admin import admin_client, create_topic, delete_topics
 from streams.broker import LocalBroker
 from streams.config import external_bootstrap
+from streams.failures.tour import step_failures
 
 
 @dataclass
@@ -96,7 +97,7 @@ def _step_round_trip(ctx: DemoContext) -> None:
         raise RuntimeError(f"demo read back {sum(seen.values())} of {count} records")
 
 
-STEPS: list[Callable[[DemoContext], None]] = [_step_round_trip]
+STEPS: list[Callable[[DemoContext], None]] = [_step_round_trip, step_failures]
 
 
 def run_demo(console: Console | None = None) -> None:

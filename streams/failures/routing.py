@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import cast
+from typing import Any, cast
 
 from confluent_kafka import Message
 
@@ -80,6 +80,19 @@ class Route:
     @property
     def dead_letter(self) -> bool:
         return self.info.tier is None
+
+    def produce_args(self) -> dict[str, Any]:
+        """Keyword arguments for ``confluent_kafka.Producer.produce`` (add ``on_delivery``)."""
+        args: dict[str, Any] = {
+            "topic": self.topic,
+            "key": self.key,
+            "value": self.value,
+            "headers": self.headers,
+            "partition": self.partition,
+        }
+        if self.timestamp is not None:
+            args["timestamp"] = self.timestamp
+        return args
 
     @property
     def tier(self) -> int | None:

@@ -138,3 +138,16 @@ def test_a_replayed_record_starts_over_with_fresh_attempts() -> None:
     route = router.route(replayed, RuntimeError())
     assert route.tier == 1
     assert route.info.origin.offset == 900
+
+
+def test_a_route_is_ready_for_the_producer() -> None:
+    route = FailureRouter("app", RetryPolicy()).route(first_failure(), RuntimeError(), now=T0)
+    args = route.produce_args()
+    assert args == {
+        "topic": "app-orders-retry-1",
+        "key": b"order-7",
+        "value": b"\x00avro-bytes",
+        "headers": route.headers,
+        "partition": 2,
+        "timestamp": 1_700_000_000_000,
+    }
