@@ -4,6 +4,13 @@ The public API is re-exported here; everything else is private by default.
 """
 
 from streams.logs import configure_logging
+from streams.state import ChangelogStore, Dedup, MemoryBackend, RocksDBBackend
 
-__all__ = ["configure_logging"]
+__all__ = [
+    "ChangelogStore",
+    "Dedup",
+    "MemoryBackend",
+    "RocksDBBackend",
+    "configure_logging",
+]
 __version__ = "0.1.0"

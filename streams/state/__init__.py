@@ -28,6 +28,7 @@ from streams.state.errors import (
     StoreClosedError,
 )
 from streams.state.memory import MemoryBackend
+from streams.state.progress import RestoreProgressBar
 from streams.state.recovery import RestoreResult
 from streams.state.rocksdb import RocksDBBackend
 from streams.state.store import ChangelogPartition, ChangelogStore
@@ -51,6 +52,7 @@ __all__ = [
     "MemoryBackend",
     "PartitionTransaction",
     "RestoreError",
+    "RestoreProgressBar",
     "RestoreResult",
     "RocksDBBackend",
     "StateError",

@@ -15,8 +15,9 @@ before any input record of that partition is processed.
   exactly-once transactions never reach a store.
 
 Progress goes to an optional callback ``(topic, partition, done, total)`` (``done`` and
-``total`` count changelog offsets, so a bar can show it) and to one INFO log line at the
-start and one at the end of each partition; never a line per record.
+``total`` count changelog offsets, so a bar can show it), a DEBUG log line at the start and
+one INFO line at the end of each partition (records read, applied, skipped, seconds);
+never a line per record.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def restore_partition(
     when no progress is made for ``stall_timeout`` seconds.
     """
     started = time.perf_counter()
-    _log.info(
+    _log.debug(
         "restoring store partition",
         changelog=topic,
         partition=partition,

@@ -117,9 +117,13 @@ def test_a_store_restores_equal_contents_after_its_local_state_is_dropped(
     store.close(1, keep=False)
 
     fresh = env.store(backend)
+    progress: list[tuple[int, int]] = []
+    fresh.progress = lambda _topic, _partition, done, total: progress.append((done, total))
     restored = fresh.open(1, committed_offset=400)
     try:
         assert dict(restored.storage.items()) == before
+        assert progress[0] == (0, 800)
+        assert progress[-1] == (800, 800)
         assert restored.restore is not None
         assert restored.restore.records_read == 4 * 200
         assert restored.restore.skipped == 0

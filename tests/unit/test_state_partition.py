@@ -6,10 +6,12 @@ integration tests do the same against Kafka).
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from streams.state import (
     Backend,
@@ -19,6 +21,7 @@ from streams.state import (
     Checkpoint,
     Entry,
     MemoryBackend,
+    RestoreProgressBar,
     RocksDBBackend,
     StateError,
 )
@@ -209,3 +212,29 @@ def test_the_disk_backend_checkpoints_each_apply(tmp_path: Path, clock: Clock) -
         assert read_checkpoint(store.partition_dir(0), TOPIC) == Checkpoint(TOPIC, 2, 200)
     finally:
         storage.close()
+
+
+def test_a_store_attached_without_a_broker_works_with_the_recording_producer(
+    tmp_path: Path,
+) -> None:
+    store = ChangelogStore("app", "s", MemoryBackend(), consumer_config={}, source_topic="in")
+    part = store.attach(0)
+    assert store.partition(0) is part
+    part.transaction().set("k", b"v")
+    producer = RecordingProducer()
+    part.flush(producer, source_offset=1)
+    producer.flush()
+    part.apply()
+    assert [r.key for r in producer.records(TOPIC, 0)] == [b"k"]
+    store.close(0, keep=False)
+    with pytest.raises(StateError, match="not open"):
+        store.partition(0)
+
+
+def test_the_progress_bar_accepts_restore_progress_off_a_terminal() -> None:
+    console = Console(file=io.StringIO(), force_terminal=False)
+    with RestoreProgressBar(console) as bar:
+        bar(TOPIC, 0, 0, 100)
+        bar(TOPIC, 0, 100, 100)
+        bar(TOPIC, 1, 0, 0)
+    assert console.file.getvalue() == ""  # type: ignore[attr-defined]
