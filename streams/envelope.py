@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time as _time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -52,7 +52,7 @@ class Envelope:
     @classmethod
     def new(
         cls,
-        type: str,  # noqa: A002 - the field's name in the contract
+        type: str,
         data: Mapping[str, Any],
         *,
         version: int = 1,
@@ -74,7 +74,7 @@ class Envelope:
 
     def follow(
         self,
-        type: str,  # noqa: A002
+        type: str,
         data: Mapping[str, Any],
         *,
         version: int = 1,
@@ -95,3 +95,47 @@ class Envelope:
     def with_data(self, data: Mapping[str, Any], **changes: Any) -> Envelope:
         """The same event with another payload (and optionally other fields)."""
         return replace(self, data=data, **changes)
+
+
+def _slot_setter(name: str) -> Callable[[Envelope, Any], None]:
+    setter: Callable[[Envelope, Any], None] = vars(Envelope)[name].__set__
+    return setter
+
+
+_new = object.__new__
+_set_type = _slot_setter("type")
+_set_data = _slot_setter("data")
+_set_version = _slot_setter("version")
+_set_key = _slot_setter("key")
+_set_id = _slot_setter("id")
+_set_time = _slot_setter("time")
+_set_source = _slot_setter("source")
+_set_correlation_id = _slot_setter("correlation_id")
+_set_causation_id = _slot_setter("causation_id")
+
+
+def envelope_from_fields(  # noqa: PLR0917 - positional: the hot path's cheapest call
+    type: str,
+    data: Mapping[str, Any],
+    version: int,
+    key: str | None,
+    id: str,
+    time: datetime,
+    source: str,
+    correlation_id: str | None,
+    causation_id: str | None,
+) -> Envelope:
+    """An Envelope from every field, for codecs on the hot path: equal to ``Envelope(...)``
+    with the same arguments, at half the cost (it skips the frozen dataclass's checked
+    ``__init__`` by writing the slots directly)."""
+    env: Envelope = _new(Envelope)
+    _set_type(env, type)
+    _set_data(env, data)
+    _set_version(env, version)
+    _set_key(env, key)
+    _set_id(env, id)
+    _set_time(env, time)
+    _set_source(env, source)
+    _set_correlation_id(env, correlation_id)
+    _set_causation_id(env, causation_id)
+    return env

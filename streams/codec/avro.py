@@ -21,16 +21,32 @@ from streams.codec.errors import (
     MalformedRecordError,
     MissingHeaderError,
 )
-from streams.codec.payload import Payloads
+from streams.codec.payload import Payloads, encode_error, read_exact
 from streams.codec.upcast import Upcasters
-from streams.envelope import Envelope
+from streams.envelope import Envelope, envelope_from_fields
 from streams.schemas.catalog import SchemaCatalog
 
-_REQUIRED = (h.TYPE, h.DATAVERSION, h.ID)
+_SPEC_HEADER = (h.SPECVERSION, h.SPECVERSION_VALUE)
+_SOURCE_CACHE_MAX = 1024
+
+
+class _TypeInfo:
+    """What encode and decode need per (type, version), built once: the parsed schema and
+    the header tuples that never change, shared by every record of that version."""
+
+    __slots__ = ("dataschema", "schema", "type", "type_bytes", "version", "version_bytes")
+
+    def __init__(self, type_: str, version: int, schema: Any) -> None:
+        self.schema = schema
+        self.type_bytes = type_.encode()
+        self.version_bytes = str(version).encode()
+        self.type = (h.TYPE, self.type_bytes)
+        self.version = (h.DATAVERSION, self.version_bytes)
+        self.dataschema = (h.DATASCHEMA, f"schemas/{type_}/v{version}.avsc".encode())
 
 
 class AvroCodec:
-    """Envelopes in Streams' own Avro wire format. Thread-safe; caches per type/version.
+    """Envelopes in Streams' own Avro wire format. Thread-safe; never blocks.
 
     ``require_headers`` (default True): a record without the ``ce_id``/``ce_type``/
     ``ce_dataversion`` headers is a ``MissingHeaderError``. When False, headers that are
@@ -48,50 +64,66 @@ class AvroCodec:
         self.payloads = Payloads(catalog, upcasters)
         self.require_headers = require_headers
         self._envelope = catalog.envelope
-        # Per (type, version): the header values that never change, encoded once.
-        self._static: dict[tuple[str, int], tuple[bytes, bytes, bytes]] = {}
+        # The catalog is immutable: everything per (type, version) is prepared up front,
+        # so the hot path is one dict lookup.
+        self._info = {key: _TypeInfo(*key, schema) for key, schema in catalog.schema_map().items()}
+        self._sources: dict[str, tuple[str, bytes]] = {}
 
     # -- encode ----------------------------------------------------------------------------
 
     def encode(self, env: Envelope) -> tuple[bytes, KafkaHeaders]:
         """``(value, headers)`` for ``env``. Raises EncodeError naming the field that fails."""
-        data = self.payloads.encode(env.type, env.version, env.data)
-        record = {
-            "id": env.id,
-            "type": env.type,
-            "version": env.version,
-            "time": env.time,
-            "source": env.source,
-            "key": env.key,
-            "correlation_id": env.correlation_id,
-            "causation_id": env.causation_id,
-            "data": data,
-        }
+        info = self._info.get((env.type, env.version))
+        if info is None:
+            self.payloads.schema_for_encode(env.type, env.version)  # raises UnknownSchemaError
+            raise AssertionError("unreachable")  # pragma: no cover
         buf = BytesIO()
         try:
-            schemaless_writer(buf, self._envelope, record)
+            # Fields the schema lacks are refused: a misspelt field must not vanish silently.
+            schemaless_writer(buf, info.schema, env.data, strict_allow_default=True)
+        except Exception as exc:  # fastavro raises TypeError/ValueError/OverflowError/...
+            raise encode_error(env.type, env.version, info.schema, env.data, exc) from exc
+        data = buf.getvalue()
+        buf = BytesIO()
+        try:
+            schemaless_writer(
+                buf,
+                self._envelope,
+                {
+                    "id": env.id,
+                    "type": env.type,
+                    "version": env.version,
+                    "time": env.time,
+                    "source": env.source,
+                    "key": env.key,
+                    "correlation_id": env.correlation_id,
+                    "causation_id": env.causation_id,
+                    "data": data,
+                },
+            )
         except Exception as exc:
             raise _envelope_error(env, exc) from exc
-        return buf.getvalue(), self.headers(env)
+        return buf.getvalue(), self._headers(env, info)
 
     def headers(self, env: Envelope) -> KafkaHeaders:
         """The Kafka headers that mirror ``env``'s metadata."""
-        static = self._static.get((env.type, env.version))
-        if static is None:
-            static = (
-                env.type.encode(),
-                str(env.version).encode(),
-                f"schemas/{env.type}/v{env.version}.avsc".encode(),
-            )
-            self._static[(env.type, env.version)] = static
+        info = self._info.get((env.type, env.version))
+        return self._headers(env, info or _TypeInfo(env.type, env.version, None))
+
+    def _headers(self, env: Envelope, info: _TypeInfo) -> KafkaHeaders:
+        source = self._sources.get(env.source)
+        if source is None:
+            if len(self._sources) >= _SOURCE_CACHE_MAX:
+                self._sources.clear()
+            source = self._sources[env.source] = (h.SOURCE, env.source.encode())
         out = [
-            (h.SPECVERSION, h.SPECVERSION_VALUE),
+            _SPEC_HEADER,
             (h.ID, env.id.encode()),
-            (h.TYPE, static[0]),
-            (h.SOURCE, env.source.encode()),
-            (h.TIME, env.time.isoformat(timespec="microseconds").encode()),
-            (h.DATASCHEMA, static[2]),
-            (h.DATAVERSION, static[1]),
+            info.type,
+            source,
+            (h.TIME, env.time.isoformat().encode()),
+            info.dataschema,
+            info.version,
         ]
         if env.correlation_id is not None:
             out.append((h.CORRELATION_ID, env.correlation_id.encode()))
@@ -129,43 +161,57 @@ class AvroCodec:
             )
         type_: str = rec["type"]
         writer: int = rec["version"]
-        self._check_headers(headers, rec)
-        data = self.payloads.decode(type_, writer, rec["data"], version)
-        return Envelope(
-            type=type_,
-            data=data,
-            version=writer if version is None else version,
-            key=rec["key"],
-            id=rec["id"],
-            time=rec["time"],
-            source=rec["source"],
-            correlation_id=rec["correlation_id"],
-            causation_id=rec["causation_id"],
+        info = self._info.get((type_, writer))
+        found = dict(headers) if headers else {}  # a handful of headers: C-speed lookups
+        if (
+            info is None
+            or found.get(h.TYPE) != info.type_bytes
+            or found.get(h.DATAVERSION) != info.version_bytes
+            or found.get(h.ID) != rec["id"].encode()
+        ):
+            self._check_headers(found, rec)  # raises, unless headers may be absent
+        if info is not None and (version is None or version == writer):
+            data = read_exact(rec["data"], info.schema, None, type_, writer)
+        else:  # unknown schema (raises the precise error) or another version: resolve
+            data = self.payloads.decode(type_, writer, rec["data"], version)
+        return envelope_from_fields(
+            type_,
+            data,
+            writer if version is None else version,
+            rec["key"],
+            rec["id"],
+            rec["time"],
+            rec["source"],
+            rec["correlation_id"],
+            rec["causation_id"],
         )
 
     def peek_type(self, headers: h.Headers | None) -> tuple[str, int] | None:
         return h.peek_type(headers)
 
-    def _check_headers(self, headers: h.Headers | None, rec: dict[str, Any]) -> None:
-        found: dict[str, bytes | None] = {}
-        if headers:
-            for k, v in headers:
-                if k in _REQUIRED and k not in found:
-                    found[k] = v
-        if len(found) < len(_REQUIRED):
-            if not found and not self.require_headers:
+    def _check_headers(self, found: dict[str, bytes | None], rec: dict[str, Any]) -> None:
+        """The slow path: say which header is missing or disagrees (or accept none at all)."""
+        type_b = found.get(h.TYPE)
+        version_b = found.get(h.DATAVERSION)
+        id_b = found.get(h.ID)
+        if type_b is None or version_b is None or id_b is None:
+            if not self.require_headers and type_b is None and version_b is None and id_b is None:
                 return
-            missing = [n for n in _REQUIRED if n not in found]
-            if self.require_headers or len(found) > 0:
-                raise MissingHeaderError(
-                    f"record {rec['id']} ({rec['type']}@{rec['version']}) lacks header(s) "
-                    f"{', '.join(missing)}"
-                )
-        for name, body in ((h.TYPE, rec["type"]), (h.ID, rec["id"])):
-            if name in found and found[name] != body.encode():
-                raise _mismatch(name, found[name], body)
-        if h.DATAVERSION in found and found[h.DATAVERSION] != str(rec["version"]).encode():
-            raise _mismatch(h.DATAVERSION, found[h.DATAVERSION], rec["version"])
+            missing = [
+                n
+                for n, v in ((h.TYPE, type_b), (h.DATAVERSION, version_b), (h.ID, id_b))
+                if v is None
+            ]
+            raise MissingHeaderError(
+                f"record {rec['id']} ({rec['type']}@{rec['version']}) lacks header(s) "
+                f"{', '.join(missing)}"
+            )
+        if type_b != rec["type"].encode():
+            raise _mismatch(h.TYPE, type_b, rec["type"])
+        if version_b != str(rec["version"]).encode():
+            raise _mismatch(h.DATAVERSION, version_b, rec["version"])
+        if id_b != rec["id"].encode():
+            raise _mismatch(h.ID, id_b, rec["id"])
 
 
 def _mismatch(name: str, header: bytes | None, body: object) -> HeaderMismatchError:

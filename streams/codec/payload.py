@@ -83,7 +83,7 @@ class Payloads:
         """
         writer_schema = self.writer_schema(type_, writer)
         if target is None or target == writer:
-            return read_exact(data, writer_schema, None, f"{type_}@{writer} payload")
+            return read_exact(data, writer_schema, None, type_, writer)
         plan = self._plans.get((type_, writer, target))
         if plan is None:
             plan = self._plan(type_, writer, target)
@@ -98,13 +98,14 @@ class Payloads:
                     current,
                     self.catalog.get(type_, step.writer),
                     self.catalog.get(type_, step.reader),
-                    f"{type_}@{step.writer} payload",
+                    type_,
+                    step.writer,
                 )
                 version = step.reader
             else:
                 if is_bytes:
                     current = read_exact(
-                        current, self.catalog.get(type_, version), None, f"{type_}@{version}"
+                        current, self.catalog.get(type_, version), None, type_, version
                     )
                 current = self._upcast(type_, step.writer, current)
                 version = step.writer + 1
@@ -167,19 +168,23 @@ class Payloads:
             ) from exc
 
 
-def read_exact(data: bytes, writer: Any, reader: Any, what: str) -> Any:
-    """Schemaless read that must consume every byte; MalformedRecordError otherwise."""
+def read_exact(data: bytes, writer: Any, reader: Any, type_: str, version: int) -> Any:
+    """Schemaless read of a ``type_``@``version`` payload that must consume every byte.
+
+    Raises MalformedRecordError otherwise.
+    """
     buf = BytesIO(data)
     try:
         result = schemaless_reader(buf, writer, reader)
     except Exception as exc:  # garbage makes fastavro raise many types (EOF, Unicode, ...)
         raise MalformedRecordError(
-            f"{what} is not valid Avro of its schema ({type(exc).__name__}: {exc})"
+            f"{type_}@{version} payload is not valid Avro of its schema "
+            f"({type(exc).__name__}: {exc})"
         ) from None
     if buf.tell() != len(data):
         raise MalformedRecordError(
-            f"{what}: {len(data) - buf.tell()} trailing byte(s) after the record "
-            "(written with another schema?)"
+            f"{type_}@{version} payload: {len(data) - buf.tell()} trailing byte(s) after "
+            "the record (written with another schema?)"
         )
     return result
 

@@ -148,6 +148,10 @@ class SchemaCatalog:
         except KeyError:
             raise self._not_found(type, version) from None
 
+    def schema_map(self) -> dict[tuple[str, int], Any]:
+        """Every parsed payload schema by ``(type, version)``: a copy, for hot-path lookups."""
+        return dict(self._parsed)
+
     def entry(self, type: str, version: int) -> SchemaVersion:
         """The full record of ``type``@``version`` (path, raw JSON, parsed)."""
         event_type = self.event_type(type)
