@@ -5,6 +5,7 @@
 - ``headers``: the error headers (Kafka Streams KIP-1034 names plus ours), both ways.
 - ``routing``: ``FailureRouter.route`` → the next destination and the record to write.
 - ``waiting``: ``WaitingRoom``, the keys waiting on a retry and the records behind them.
+- ``parked``: waiting-room entries as bytes, and the room kept in a state-store transaction.
 - ``retry_consumer``: ``RetryGate``, due-time waits by seek and pause, no sleeping.
 - ``metrics``: counters and the WARNING per dead-lettered record.
 - ``dlq``: read, summarise, show and replay a DLQ (``streams dlq``).
@@ -30,6 +31,7 @@ from streams.failures.errors import (
 )
 from streams.failures.headers import FailureInfo, SourcePosition, Stage
 from streams.failures.metrics import FailureMetrics
+from streams.failures.parked import ParkedRecord, TransactionWaitingStore
 from streams.failures.policy import RetryPolicy, Verdict
 from streams.failures.retry_consumer import RetryGate
 from streams.failures.routing import FailedRecord, FailureRouter, Route
@@ -50,6 +52,7 @@ __all__ = [
     "FailureRoutingError",
     "FailureTopicError",
     "FailureTopics",
+    "ParkedRecord",
     "ReplayPlan",
     "RetryGate",
     "RetryPolicy",
@@ -57,6 +60,7 @@ __all__ = [
     "Route",
     "SourcePosition",
     "Stage",
+    "TransactionWaitingStore",
     "Verdict",
     "WaitingRoom",
     "dlq_topic",

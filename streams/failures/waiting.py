@@ -16,8 +16,9 @@ and drives it with four calls, all O(1) apart from the copy of one key's entry:
   to process (still heading the key) or None (the key is free again).
 - ``is_blocked(key)`` / ``head(key)``: to check that a due retry record is its key's head.
 
-State lives in a ``MutableMapping`` given by the caller (a dict by default). Entries are
-immutable and every change is a single ``store[key] = entry`` or ``del store[key]``, so a
+State lives in a ``WaitingStore`` given by the caller: a dict by default, or a store
+transaction (``streams.failures.parked.TransactionWaitingStore``). Entries are immutable
+and every change is a single ``store[key] = entry`` or ``del store[key]``, so a
 changelog-backed store sees each change as one write and the room survives restarts and
 rebalances. Records without a key (``None``) have no per-key order: they are never parked.
 Nothing here blocks or raises on valid use; ``settled`` on a free key raises ``KeyError``.
@@ -25,11 +26,12 @@ Nothing here blocks or raises on valid use; ``settled`` on a free key raises ``K
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, MutableMapping
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 K = TypeVar("K", bound=Hashable)
+K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
 T = TypeVar("T")
 
 
@@ -41,11 +43,20 @@ class WaitingEntry(Generic[T]):
     parked: tuple[T, ...] = ()
 
 
+class WaitingStore(Protocol[K_contra, T]):
+    """Where the room keeps its entries: a dict, or a store transaction (``parked``)."""
+
+    def get(self, key: K_contra, /) -> WaitingEntry[T] | None: ...
+    def __contains__(self, key: object, /) -> bool: ...
+    def __setitem__(self, key: K_contra, entry: WaitingEntry[T], /) -> None: ...
+    def __delitem__(self, key: K_contra, /) -> None: ...
+
+
 class WaitingRoom(Generic[K, T]):
     """The keys waiting on a retry, and the records parked behind each, in order."""
 
-    def __init__(self, store: MutableMapping[K, WaitingEntry[T]] | None = None) -> None:
-        self._store: MutableMapping[K, WaitingEntry[T]] = store if store is not None else {}
+    def __init__(self, store: WaitingStore[K, T] | None = None) -> None:
+        self._store: WaitingStore[K, T] = store if store is not None else {}
 
     def is_blocked(self, key: K | None) -> bool:
         return key is not None and key in self._store
@@ -86,7 +97,9 @@ class WaitingRoom(Generic[K, T]):
         """
         if key is None:
             return None
-        entry = self._store[key]
+        entry = self._store.get(key)
+        if entry is None:
+            raise KeyError(key)
         if not entry.parked:
             del self._store[key]
             return None
@@ -94,13 +107,19 @@ class WaitingRoom(Generic[K, T]):
         self._store[key] = WaitingEntry(released, tuple(rest))
         return released
 
+    def _listed(self) -> Mapping[K, WaitingEntry[T]]:
+        if not isinstance(self._store, Mapping):
+            raise TypeError("this waiting room's store does not list its keys")
+        return self._store
+
     def keys(self) -> Iterator[K]:
-        return iter(self._store)
+        """The blocked keys (only when the store is a mapping, such as a dict)."""
+        return iter(self._listed())
 
     def __len__(self) -> int:
-        """How many keys are blocked."""
-        return len(self._store)
+        """How many keys are blocked (only when the store is a mapping)."""
+        return len(self._listed())
 
     def waiting(self) -> int:
-        """How many records are parked, over every key."""
-        return sum(len(entry.parked) for entry in self._store.values())
+        """How many records are parked over every key (only when the store is a mapping)."""
+        return sum(len(entry.parked) for entry in self._listed().values())
