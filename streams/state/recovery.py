@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from streams.logs import get_logger
 from streams.state.base import Entry, LocalStorage
@@ -124,13 +124,11 @@ def restore_partition(
         start_offset=start_offset,
         end_offset=end_offset,
     )
-    run = _Run(
-        consumer,
+    run = ChangelogReplay(
         storage,
         topic=topic,
         partition=partition,
         start_offset=start_offset,
-        end_offset=end_offset,
         committed_offset=committed_offset,
     )
     if progress is not None:
@@ -138,7 +136,9 @@ def restore_partition(
     if start_offset < end_offset:
         consumer.assign([TopicPartition(topic, partition, start_offset)])
         try:
-            run.to_end(progress, batch_size, stall_timeout)
+            _read_to_end(
+                consumer, run, end_offset, progress, batch_size=batch_size, stall=stall_timeout
+            )
         finally:
             consumer.unassign()
     seconds = time.perf_counter() - started
@@ -157,53 +157,42 @@ def restore_partition(
     )
 
 
-class _Run:
-    """The state of one restore: where it is, and what it counted."""
+class ChangelogMessage(Protocol):
+    """What a replay reads of a consumed record (a ``confluent_kafka.Message`` is one)."""
+
+    def error(self) -> KafkaError | None: ...
+    def offset(self) -> int | None: ...
+    def key(self) -> str | bytes | None: ...
+    def value(self) -> str | bytes | None: ...
+    def headers(self) -> Any: ...
+
+
+class ChangelogReplay:
+    """Applies changelog records to a local storage, batch by batch, and counts.
+
+    The decision of a restore lives here: records tagged past ``committed_offset`` are
+    skipped; an undecodable record raises :class:`CorruptChangelogError` after the records
+    before it in its batch are written. ``position`` is the next offset to read.
+    """
 
     def __init__(
         self,
-        consumer: Consumer,
         storage: LocalStorage,
         *,
         topic: str,
         partition: int,
         start_offset: int,
-        end_offset: int,
         committed_offset: int | None,
     ) -> None:
-        self.consumer = consumer
         self.storage = storage
         self.topic = topic
         self.partition = partition
-        self.start = start_offset
-        self.end = end_offset
         self.committed = committed_offset
         self.position = start_offset
         self.read = self.applied = self.skipped = 0
 
-    def to_end(self, progress: RestoreProgress | None, batch_size: int, stall: float) -> None:
-        deadline = time.monotonic() + stall
-        done = False
-        while not done:
-            batch = self.consumer.consume(batch_size, timeout=0.5)
-            if not batch:
-                if time.monotonic() > deadline:
-                    raise RestoreError(
-                        f"restore of {self.topic}[{self.partition}] made no progress for "
-                        f"{stall:.0f} s at offset {self.position} (end {self.end}); "
-                        "is the broker reachable?"
-                    )
-                continue
-            deadline = time.monotonic() + stall
-            # The end: the high watermark read before, or the broker's end-of-partition (a
-            # changelog written in transactions ends with a marker no record reaches).
-            done = self._apply(batch) or self.position >= self.end
-            if progress is not None:
-                done_offsets = min(self.position, self.end) - self.start
-                progress(self.topic, self.partition, done_offsets, self.end - self.start)
-
-    def _apply(self, batch: list[Message]) -> bool:
-        """Apply one consumed batch in one write; True once the end of the partition is seen."""
+    def apply(self, batch: Sequence[ChangelogMessage]) -> bool:
+        """Apply one batch in one write; True once the end of the partition is seen."""
         changes: dict[bytes, Entry | None] = {}
         committed = self.committed
         try:
@@ -220,9 +209,10 @@ class _Run:
                         f"restore of {self.topic}[{self.partition}] failed: {err.str()}"
                     )
                 self.read += 1
+                key, value = msg.key(), msg.value()
                 record = decode_record(
-                    msg.key(),
-                    msg.value(),
+                    key.encode() if isinstance(key, str) else key,
+                    value.encode() if isinstance(value, str) else value,
                     msg.headers(),
                     topic=self.topic,
                     partition=self.partition,
@@ -240,3 +230,33 @@ class _Run:
             if changes:
                 self.storage.write(changes)
         return False
+
+
+def _read_to_end(
+    consumer: Consumer,
+    replay: ChangelogReplay,
+    end: int,
+    progress: RestoreProgress | None,
+    *,
+    batch_size: int,
+    stall: float,
+) -> None:
+    start = replay.position
+    deadline = time.monotonic() + stall
+    done = False
+    while not done:
+        batch = consumer.consume(batch_size, timeout=0.5)
+        if not batch:
+            if time.monotonic() > deadline:
+                raise RestoreError(
+                    f"restore of {replay.topic}[{replay.partition}] made no progress for "
+                    f"{stall:.0f} s at offset {replay.position} (end {end}); "
+                    "is the broker reachable?"
+                )
+            continue
+        deadline = time.monotonic() + stall
+        # The end: the high watermark read before, or the broker's end-of-partition (a
+        # changelog written in transactions ends with a marker no record reaches).
+        done = replay.apply(batch) or replay.position >= end
+        if progress is not None:
+            progress(replay.topic, replay.partition, min(replay.position, end) - start, end - start)

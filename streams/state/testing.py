@@ -24,7 +24,10 @@ class ProducedRecord:
     headers: Sequence[tuple[str, bytes]]
 
 
-class _Delivered:
+class RecordedMessage:
+    """A produced record seen as a consumed message (``streams.state.recovery.ChangelogMessage``),
+    so a replay can read what the producer kept."""
+
     __slots__ = ("_record",)
 
     def __init__(self, record: ProducedRecord) -> None:
@@ -38,6 +41,18 @@ class _Delivered:
 
     def topic(self) -> str:
         return self._record.topic
+
+    def key(self) -> bytes | None:
+        return self._record.key
+
+    def value(self) -> bytes | None:
+        return self._record.value
+
+    def headers(self) -> list[tuple[str, bytes]]:
+        return list(self._record.headers)
+
+    def error(self) -> None:
+        return None
 
 
 @dataclass
@@ -74,7 +89,7 @@ class RecordingProducer:
         pending, self._pending = self._pending, []
         for record, callback, failed in pending:
             if callback is not None:
-                callback("delivery failed (injected)" if failed else None, _Delivered(record))
+                callback("delivery failed (injected)" if failed else None, RecordedMessage(record))
         return len(pending)
 
     def flush(self, timeout: float = 0) -> int:
@@ -83,3 +98,7 @@ class RecordingProducer:
 
     def records(self, topic: str, partition: int = 0) -> list[ProducedRecord]:
         return list(self.log.get((topic, partition), ()))
+
+    def messages(self, topic: str, partition: int = 0) -> list[RecordedMessage]:
+        """The partition's records as consumed messages, in offset order."""
+        return [RecordedMessage(r) for r in self.log.get((topic, partition), ())]
