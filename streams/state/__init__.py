@@ -31,6 +31,7 @@ from streams.state.memory import MemoryBackend
 from streams.state.progress import RestoreProgressBar
 from streams.state.recovery import RestoreResult
 from streams.state.rocksdb import RocksDBBackend
+from streams.state.routed import RoutedStore
 from streams.state.store import ChangelogPartition, ChangelogStore
 from streams.state.transaction import PartitionTransaction
 
@@ -55,6 +56,7 @@ __all__ = [
     "RestoreProgressBar",
     "RestoreResult",
     "RocksDBBackend",
+    "RoutedStore",
     "StateError",
     "Store",
     "StoreClosedError",

@@ -19,11 +19,14 @@ from streams.state import (
     ChangelogStore,
     ChangelogWriteError,
     Checkpoint,
+    Dedup,
     Entry,
     MemoryBackend,
     RestoreProgressBar,
     RocksDBBackend,
+    RoutedStore,
     StateError,
+    StoreClosedError,
 )
 from streams.state.changelog import EXPIRES_AT, SOURCE_OFFSET, SOURCE_TOPIC, decode_record
 from streams.state.checkpoint import read_checkpoint
@@ -238,3 +241,26 @@ def test_the_progress_bar_accepts_restore_progress_off_a_terminal() -> None:
         bar(TOPIC, 0, 100, 100)
         bar(TOPIC, 1, 0, 0)
     assert console.file.getvalue() == ""  # type: ignore[attr-defined]
+
+
+def test_a_routed_store_reads_and_writes_the_current_records_partition() -> None:
+    store = ChangelogStore("app", "s", MemoryBackend(), consumer_config={})
+    for p in (0, 1):
+        store.attach(p)
+    current = [0]
+    routed = RoutedStore(store, lambda: current[0])
+    routed.set("k", b"zero")
+    current[0] = 1
+    assert routed.get("k") is None
+    routed.set("k", b"one", ttl=60)
+    assert routed.exists("k")
+    dedup = Dedup(routed.transaction, ttl=60)
+    assert dedup.first("evt", now=0.0)
+    current[0] = 0
+    assert routed.get("k") == b"zero"
+    assert dedup.first("evt", now=0.0)  # ids are per partition, like the input's keys
+    routed.delete("k")
+    assert store.partition(0).transaction().get("k") is None
+    current[0] = 2
+    with pytest.raises(StoreClosedError, match="partition 2 is not open"):
+        routed.get("k")

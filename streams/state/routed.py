@@ -1,0 +1,48 @@
+"""A store as a processor sees it: the partition of the record being processed.
+
+The runtime opens one :class:`~streams.state.store.ChangelogPartition` per assigned input
+partition, but a processor context holds one object per store for the whole run.
+:class:`RoutedStore` is that object: each call goes to the current transaction of the
+partition the runtime says is being processed (``current_partition()``), so processors
+never see partitions, and the same processor code runs on the runtime and the test driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from streams.state.store import ChangelogStore
+from streams.state.transaction import PartitionTransaction
+
+
+class RoutedStore:
+    """Implements :class:`streams.state.base.Transaction` for the current record's partition.
+
+    Raises :class:`~streams.state.errors.StoreClosedError` when that partition is not open
+    (the runtime opens every assigned partition before processing it).
+    """
+
+    __slots__ = ("_current", "store")
+
+    def __init__(self, store: ChangelogStore, current_partition: Callable[[], int]) -> None:
+        self.store = store
+        self._current = current_partition
+
+    def transaction(self) -> PartitionTransaction:
+        return self.store.partition(self._current()).transaction()
+
+    def get(
+        self, key: bytes | str, default: bytes | None = None, *, now: float | None = None
+    ) -> bytes | None:
+        return self.transaction().get(key, default, now=now)
+
+    def exists(self, key: bytes | str, *, now: float | None = None) -> bool:
+        return self.transaction().exists(key, now=now)
+
+    def set(
+        self, key: bytes | str, value: bytes, *, ttl: float | None = None, now: float | None = None
+    ) -> None:
+        self.transaction().set(key, value, ttl=ttl, now=now)
+
+    def delete(self, key: bytes | str) -> None:
+        self.transaction().delete(key)
