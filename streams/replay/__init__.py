@@ -5,6 +5,7 @@ these functions.
 """
 
 from streams.replay.cluster import Cluster, GroupInfo, Member, default_bootstrap
+from streams.replay.copy import PartitionResult, ReplayResult, replay
 from streams.replay.csvplan import dump_plan, parse_plan, read_plan, write_plan
 from streams.replay.errors import (
     ActiveGroupError,
@@ -17,6 +18,7 @@ from streams.replay.errors import (
     UnknownGroupError,
     UnknownTopicError,
 )
+from streams.replay.filters import RecordFilter
 from streams.replay.groups import (
     GroupOffsets,
     OffsetChange,
@@ -48,13 +50,16 @@ __all__ = [
     "OffsetChange",
     "PartitionOffsets",
     "PartitionRange",
+    "PartitionResult",
     "PartitionState",
     "PlanFileError",
     "PositionError",
     "PositionSpec",
     "RangeError",
+    "RecordFilter",
     "ReplayError",
     "ReplayPlan",
+    "ReplayResult",
     "ResetPlan",
     "TopicSelection",
     "UnknownGroupError",
@@ -71,6 +76,7 @@ __all__ = [
     "plan_replay",
     "plan_reset",
     "read_plan",
+    "replay",
     "resolve",
     "resolve_range",
     "write_plan",

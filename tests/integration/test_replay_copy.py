@@ -1,0 +1,135 @@
+"""``replay`` copies exactly the planned records, with their keys and headers, and a dry
+run writes nothing."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from test_replay_seed import MIN, Seeded, seed
+
+from streams.replay import Cluster, CopyError, ReplayError, plan_replay
+from streams.replay.copy import REPLAY_HEADER, replay
+from streams.replay.filters import RecordFilter
+from streams.replay.positions import TopicSelection, format_ms, parse_position_spec
+
+Record = tuple[int, bytes | None, bytes | None, dict[str, bytes | None]]
+
+
+def read_all(bootstrap: str, topic: str) -> list[Record]:
+    """Every record of ``topic``: (partition, key, value, headers), in partition order."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "read-all"})
+    parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in parts}
+    want = {p: hi for p, (lo, hi) in ends.items() if hi > lo}
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in want])
+    out: list[Record] = []
+    deadline = time.monotonic() + 30
+    while want:
+        assert time.monotonic() < deadline, f"{topic}: still waiting for {want}"
+        for msg in consumer.consume(500, timeout=0.5):
+            assert msg.error() is None, msg.error()
+            out.append((msg.partition(), msg.key(), msg.value(), dict(msg.headers() or [])))
+            if msg.offset() + 1 >= want.get(msg.partition(), 0):
+                want.pop(msg.partition(), None)
+    consumer.close()
+    return sorted(out, key=lambda r: (r[0], r[3].get(REPLAY_HEADER) or b""))
+
+
+@pytest.fixture
+def seeded(
+    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: Callable[..., str]
+) -> Seeded:
+    return seed(kafka_bootstrap, kafka_admin, make_topic(partitions=4))
+
+
+def test_replay_copies_exactly_the_range_keeping_partitions_keys_and_headers(
+    kafka_bootstrap: str, seeded: Seeded, make_topic: Callable[..., str]
+) -> None:
+    cluster = Cluster(kafka_bootstrap)
+    target = make_topic("target", partitions=4)
+    start = parse_position_spec(format_ms(seeded.t0 + 25 * MIN))
+    end = parse_position_spec(format_ms(seeded.t0 + 55 * MIN))
+    plan = plan_replay(cluster, TopicSelection(seeded.topic), start, end)
+    result = replay(cluster, plan, target, keep_partition=True)
+
+    expected = {0: range(3, 6), 1: range(0, 3), 2: range(0, 0), 3: range(5, 11)}
+    assert {p.partition: p.copied for p in result.partitions} == {
+        p: len(r) for p, r in expected.items()
+    }
+    copies = read_all(kafka_bootstrap, target)
+    assert len(copies) == result.copied == 12
+    want = sorted(
+        (p, f"k{p}-{i}".encode(), f"v{p}-{i}".encode(), f"{seeded.topic}/{p}/{i}".encode())
+        for p, offsets in expected.items()
+        for i in offsets
+    )
+    got = sorted((p, key, value, headers[REPLAY_HEADER]) for p, key, value, headers in copies)
+    assert got == want
+    assert all(h["trace"] == b"t" and h["ce_type"] in (b"order.placed", b"order.shipped")
+               for *_, h in copies)  # fmt: skip
+
+
+def test_filters_by_envelope_type_and_key(
+    kafka_bootstrap: str, seeded: Seeded, make_topic: Callable[..., str]
+) -> None:
+    cluster = Cluster(kafka_bootstrap)
+    target = make_topic("target", partitions=2)
+    plan = plan_replay(cluster, TopicSelection(seeded.topic), parse_position_spec("earliest"))
+    by_type = replay(cluster, plan, target, record_filter=RecordFilter.of(types=["order.placed"]))
+    # even indexes are order.placed: p0 5 of 10, p1 3 of 5, p3 offsets 4..18 even: 8 of 17
+    assert by_type.read == 32 and by_type.copied == 16
+    copies = read_all(kafka_bootstrap, target)
+    assert len(copies) == 16 and {h["ce_type"] for *_, h in copies} == {b"order.placed"}
+
+    keyed = replay(
+        cluster, plan, None, dry_run=True, record_filter=RecordFilter.of(keys=["k0-1", "k3-7"])
+    )
+    assert keyed.copied == 2
+
+
+def test_dry_run_counts_per_partition_and_writes_nothing(
+    kafka_bootstrap: str, seeded: Seeded, make_topic: Callable[..., str]
+) -> None:
+    cluster = Cluster(kafka_bootstrap)
+    target = make_topic("target", partitions=4)
+    plan = plan_replay(cluster, TopicSelection(seeded.topic), parse_position_spec("4"))
+    result = replay(cluster, plan, target, dry_run=True)
+    assert {p.partition: p.copied for p in result.partitions} == {0: 6, 1: 1, 2: 0, 3: 16}
+    assert read_all(kafka_bootstrap, target) == []
+
+
+def test_replay_into_its_source_is_refused_unless_forced(
+    kafka_bootstrap: str, seeded: Seeded, make_topic: Callable[..., str]
+) -> None:
+    cluster = Cluster(kafka_bootstrap)
+    plan = plan_replay(cluster, TopicSelection(seeded.topic, (1,)), parse_position_spec("3"))
+    with pytest.raises(ReplayError, match="into itself"):
+        replay(cluster, plan, seeded.topic)
+    with pytest.raises(ReplayError, match="does not exist"):
+        replay(cluster, plan, seeded.topic + "-missing")
+    small = make_topic("small", partitions=1)
+    with pytest.raises(ReplayError, match="needs 2 partitions"):
+        replay(cluster, plan, small, keep_partition=True)
+    assert read_all(kafka_bootstrap, small) == []
+    result = replay(cluster, plan, seeded.topic, force=True, keep_partition=True)
+    assert result.copied == 2
+    assert len([r for r in read_all(kafka_bootstrap, seeded.topic) if r[0] == 1]) == 7
+
+
+def test_a_copy_the_target_refuses_fails_the_replay(
+    kafka_bootstrap: str, make_topic: Callable[..., str]
+) -> None:
+    source = make_topic("big", partitions=1)
+    target = make_topic("tiny", partitions=1, config={"max.message.bytes": "200"})
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    producer.produce(source, key=b"k", value=os.urandom(5000))  # random: lz4 cannot shrink it
+    assert producer.flush(10) == 0
+    cluster = Cluster(kafka_bootstrap)
+    plan = plan_replay(cluster, TopicSelection(source), parse_position_spec("0"))
+    with pytest.raises(CopyError, match="not acknowledged"):
+        replay(cluster, plan, target)
