@@ -1,12 +1,15 @@
 """Envelope codecs: envelope ⇄ Kafka value + headers.
 
-``AvroCodec`` is Streams' own wire format (README, "Wire format"). Every codec implements
-``Codec``; ``decode`` raises only ``DecodeError`` subclasses on bad input.
+``AvroCodec`` is Streams' own wire format (README, "Wire format");
+``streams.codec.confluent.ConfluentAvroCodec`` the Confluent one (magic byte + schema id;
+needs ``confluent-kafka[schemaregistry]``). Every codec implements ``Codec``; ``decode``
+raises only ``DecodeError`` subclasses on bad input.
 """
 
 from streams.codec.avro import AvroCodec
 from streams.codec.base import Codec, KafkaHeaders
 from streams.codec.errors import (
+    BadHeaderError,
     CodecError,
     DecodeError,
     EmptyRecordError,
@@ -15,7 +18,9 @@ from streams.codec.errors import (
     MalformedRecordError,
     MissingHeaderError,
     NoResolutionPathError,
+    RegistryError,
     UnknownSchemaError,
+    UnknownSchemaIdError,
     UnknownTypeError,
     UnknownVersionError,
     UpcastError,
@@ -25,6 +30,7 @@ from streams.codec.upcast import Upcaster, Upcasters
 
 __all__ = [
     "AvroCodec",
+    "BadHeaderError",
     "Codec",
     "CodecError",
     "DecodeError",
@@ -35,7 +41,9 @@ __all__ = [
     "MalformedRecordError",
     "MissingHeaderError",
     "NoResolutionPathError",
+    "RegistryError",
     "UnknownSchemaError",
+    "UnknownSchemaIdError",
     "UnknownTypeError",
     "UnknownVersionError",
     "UpcastError",

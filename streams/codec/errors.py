@@ -59,3 +59,19 @@ class EncodeError(CodecError):
 
 class UnknownSchemaError(EncodeError):
     """The envelope's type or version has no schema in the catalog."""
+
+
+class BadHeaderError(DecodeError):
+    """A header is present but unreadable (not UTF-8, not a number, not an RFC 3339 time)."""
+
+
+class UnknownSchemaIdError(DecodeError):
+    """A Confluent-framed record names a schema id the registry does not have."""
+
+
+class RegistryError(CodecError):
+    """The schema registry failed or could not be reached.
+
+    Deliberately not a DecodeError: the record may be fine, so the runtime must not
+    dead-letter it; retry later instead.
+    """
