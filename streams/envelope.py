@@ -9,6 +9,7 @@ UUIDv7: the dedup key), ``type`` (``order.placed``), ``version`` (payload schema
 from __future__ import annotations
 
 import os
+import threading
 import time as _time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -18,14 +19,29 @@ from typing import Any
 DEFAULT_SOURCE = os.environ.get("STREAMS_SOURCE", "streams")
 
 
-def new_id() -> str:
-    """A UUIDv7 (RFC 9562) as text: 48-bit Unix ms timestamp, then randomness.
+_id_lock = threading.Lock()
+_id_state = [0, 0]  # last millisecond used, counter within it
 
-    Time-ordered, so ids sort roughly by creation and index well as dedup keys.
+
+def new_id() -> str:
+    """A UUIDv7 (RFC 9562) as text: 48-bit Unix ms timestamp, 12-bit counter, 62 random bits.
+
+    Strictly increasing within a process (RFC 9562 method 1: the counter is seeded at random
+    each millisecond and, when it overflows, borrows the next millisecond), so ids sort by
+    creation and index well as dedup keys; across processes they sort by millisecond.
     """
-    ms = _time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(10), "big")
-    value = (ms & 0xFFFF_FFFF_FFFF) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64
+    now = _time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(8), "big")
+    with _id_lock:
+        ms, counter = _id_state
+        if now > ms:
+            ms, counter = now, rand >> 53  # a random start in the lower half leaves headroom
+        else:
+            counter += 1
+            if counter > 0xFFF:
+                ms, counter = ms + 1, 0
+        _id_state[0], _id_state[1] = ms, counter
+    value = (ms & 0xFFFF_FFFF_FFFF) << 80 | 0x7 << 76 | counter << 64
     value |= 0b10 << 62 | rand & 0x3FFF_FFFF_FFFF_FFFF
     h = f"{value:032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
@@ -37,7 +53,11 @@ def utc_now() -> datetime:
 
 @dataclass(frozen=True, slots=True)
 class Envelope:
-    """An immutable event: metadata plus a payload (``data``) of schema ``type``@``version``."""
+    """An immutable event: metadata plus a payload (``data``) of schema ``type``@``version``.
+
+    ``time`` should be timezone-aware (a naive time is taken as UTC by the codec and comes
+    back aware). ``data`` is a mapping of the payload's fields; codecs hand back plain dicts.
+    """
 
     type: str
     data: Mapping[str, Any]
