@@ -8,6 +8,8 @@
 - ``parked``: waiting-room entries as bytes, and the room kept in a state-store transaction.
 - ``retry_consumer``: ``RetryGate``, due-time waits by seek and pause, no sleeping.
 - ``metrics``: counters and the WARNING per dead-lettered record.
+- ``handler``: ``FailureHandler``, the four calls a runtime makes (record, success,
+  failure, revoke) composing all of the above.
 - ``dlq``: read, summarise, show and replay a DLQ (``streams dlq``).
 """
 
@@ -29,6 +31,7 @@ from streams.failures.errors import (
     FailureTopicError,
     RetryPolicyError,
 )
+from streams.failures.handler import Admission, Decision, FailureHandler
 from streams.failures.headers import FailureInfo, SourcePosition, Stage
 from streams.failures.metrics import FailureMetrics
 from streams.failures.parked import ParkedRecord, TransactionWaitingStore
@@ -39,12 +42,15 @@ from streams.failures.topics import FailureTopics, dlq_topic, ensure_failure_top
 from streams.failures.waiting import WaitingRoom
 
 __all__ = [
+    "Admission",
     "DeadLetter",
+    "Decision",
     "DlqContents",
     "DlqError",
     "DlqFilter",
     "DlqSummary",
     "FailedRecord",
+    "FailureHandler",
     "FailureHeaderError",
     "FailureInfo",
     "FailureMetrics",

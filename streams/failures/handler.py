@@ -1,0 +1,246 @@
+"""The failure-routing facade a runtime calls: routing, per-key order, retry bookkeeping.
+
+One ``FailureHandler`` per runtime instance (one app, one policy; a step's own policy is
+passed per failure). The runtime calls it at four points, all on its processing thread,
+none blocking or doing I/O (the runtime writes the returned routes through its producer):
+
+1. ``on_record(record)`` for every consumed record (input topic or retry tier), before
+   decoding: ``PROCESS`` it (``admission.record``), ``PARK`` it (a record of its key is
+   waiting in a retry tier: the record is now in the waiting room; count its offset as
+   done once the room's store is flushed), or ``SKIP`` it (a stale copy, already settled:
+   redelivered after a crash; count it as done).
+2. ``on_success(record)`` when the record was processed and its outputs are sent: returns
+   the next parked record of its key to process now (or None). Process it the same way and
+   call ``on_success``/``on_failure`` for it in turn.
+3. ``on_failure(record, exc, stage=..., step=...)`` when decoding or a step raised: returns
+   the ``Route`` to produce (its acknowledgement is what lets the record's offset commit)
+   and, when the record settled by being dead-lettered, the next parked record to process.
+   Outputs the failed attempt already produced must be discarded by the runtime (buffered
+   per record until success), so a success on a retry produces exactly the outputs a
+   first-time success would.
+4. ``revoked(partitions)`` on rebalance: drops the rooms of those input partitions (their
+   state moves with the store partition) and the retry-tier holds.
+
+Records read from a retry tier carry their source in their error headers:
+``origin_topic(record)`` names the input topic whose processors must run, and
+``clean_headers(record)`` gives the headers to decode (error headers removed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Protocol
+
+from streams.failures.headers import (
+    FailureInfo,
+    Header,
+    Headers,
+    SourcePosition,
+    Stage,
+    parse_failure_headers,
+    strip_failure_headers,
+)
+from streams.failures.metrics import FailureMetrics
+from streams.failures.parked import ParkedRecord
+from streams.failures.policy import RetryPolicy
+from streams.failures.retry_consumer import RetryGate
+from streams.failures.routing import FailedRecord, FailureRouter, Route
+from streams.failures.topics import FailureTopics
+from streams.failures.waiting import WaitingRoom, WaitingStore
+
+
+class Decision(Enum):
+    PROCESS = "process"
+    PARK = "park"
+    SKIP = "skip"
+
+
+class RecordLike(Protocol):
+    """A record as read from Kafka or released from the waiting room."""
+
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> Headers: ...
+    @property
+    def position(self) -> SourcePosition: ...
+    @property
+    def timestamp(self) -> int | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """``on_record``'s answer; with ``PROCESS``, ``record`` is what to process now (the
+    record itself, or after a crash its key's head, released but never finished)."""
+
+    decision: Decision
+    record: RecordLike | None = None
+
+
+Room = WaitingRoom[bytes, ParkedRecord]
+StoreFactory = Callable[[str, int], WaitingStore[bytes, ParkedRecord]]
+"""``(input topic, partition)`` → where that partition's waiting room keeps its entries."""
+
+
+def _attempts(info: FailureInfo | None) -> int:
+    return info.attempts if info is not None else 0
+
+
+def _parked(record: RecordLike, position: SourcePosition, headers: Headers) -> ParkedRecord:
+    return ParkedRecord(record.key, record.value, tuple(headers), position, record.timestamp)
+
+
+class FailureHandler:
+    """Routing decisions plus per-key order for one app. Not thread-safe."""
+
+    def __init__(
+        self,
+        app_id: str,
+        policy: RetryPolicy,
+        *,
+        store_for: StoreFactory | None = None,
+        metrics: FailureMetrics | None = None,
+    ) -> None:
+        self.app_id = app_id
+        self.policy = policy
+        self.router = FailureRouter(app_id, policy)
+        self.metrics = metrics or FailureMetrics()
+        self.gate = RetryGate()
+        self._store_for = store_for
+        self._rooms: dict[tuple[str, int], Room] = {}
+
+    # -- topics ----------------------------------------------------------------------------
+    def failure_topics(self, input_topic: str) -> FailureTopics:
+        return FailureTopics.for_input(self.app_id, input_topic, self.policy)
+
+    def topics_to_read(self, inputs: Iterable[str]) -> list[str]:
+        """The inputs and their retry tiers: what the runtime subscribes to."""
+        out: list[str] = []
+        for topic in inputs:
+            out.append(topic)
+            out.extend(self.failure_topics(topic).retries)
+        return out
+
+    @staticmethod
+    def origin_topic(record: RecordLike) -> str:
+        """The input topic a record belongs to (its source when read from a retry tier)."""
+        info = parse_failure_headers(record.headers)
+        return info.origin.topic if info is not None else record.position.topic
+
+    @staticmethod
+    def clean_headers(record: RecordLike) -> list[Header]:
+        """The headers to decode: the record's own, error headers removed."""
+        return strip_failure_headers(record.headers)
+
+    # -- per record ------------------------------------------------------------------------
+    def room(self, topic: str, partition: int) -> Room:
+        """The waiting room of one input partition (created on first use)."""
+        room = self._rooms.get((topic, partition))
+        if room is None:
+            store = self._store_for(topic, partition) if self._store_for else None
+            room = self._rooms[(topic, partition)] = WaitingRoom(store)
+        return room
+
+    def _is_head(self, room: Room, record: RecordLike, info: FailureInfo | None) -> bool:
+        """Is ``record`` the one its key waits for (same source position, same attempt)?"""
+        if record.key is None:
+            return False
+        head = room.head(record.key)
+        if head is None:
+            return False
+        origin = info.origin if info is not None else record.position
+        return head.position == origin and _attempts(
+            parse_failure_headers(head.headers)
+        ) == _attempts(info)
+
+    def on_record(self, record: RecordLike) -> Admission:
+        """Process, park or skip a consumed record (see the module docstring).
+
+        After a crash, state and offsets may disagree; the answers keep the records of a
+        key moving, in order, at least once: an input record that heads its key (its
+        retry copy may be lost) is processed again; one already parked is skipped; a
+        retry copy that no longer heads its key is skipped, unless its key's head was
+        released and in hand when the process died: that head is processed again.
+        """
+        if not self.policy.ordered or record.key is None:
+            return Admission(Decision.PROCESS, record)
+        key = record.key
+        info = parse_failure_headers(record.headers)
+        origin = info.origin if info is not None else record.position
+        room = self.room(origin.topic, origin.partition)
+        head = room.head(key)
+        if info is None:
+            if head is None:
+                return Admission(Decision.PROCESS, record)
+            if head.position == record.position:
+                room.failed(key, _parked(record, record.position, record.headers))
+                return Admission(Decision.PROCESS, record)
+            if any(p.position == record.position for p in room.parked(key)):
+                return Admission(Decision.SKIP)
+            room.admit(key, _parked(record, record.position, record.headers))
+            return Admission(Decision.PARK)
+        if head is None:
+            return Admission(Decision.SKIP)
+        if self._is_head(room, record, info):
+            return Admission(Decision.PROCESS, record)
+        if parse_failure_headers(head.headers) is None:
+            return Admission(Decision.PROCESS, head)
+        return Admission(Decision.SKIP)
+
+    def on_success(self, record: RecordLike) -> ParkedRecord | None:
+        """``record`` was processed: the next parked record of its key, if any."""
+        info = parse_failure_headers(record.headers)
+        if info is not None:
+            self.metrics.succeeded_after_failure()
+        return self._settle(record, info)
+
+    def on_failure(
+        self,
+        record: RecordLike,
+        exc: BaseException,
+        *,
+        stage: Stage = Stage.PROCESS,
+        step: str | None = None,
+        policy: RetryPolicy | None = None,
+        now: datetime | None = None,
+    ) -> tuple[Route, ParkedRecord | None]:
+        """Route ``record``; returns the route and the next record released, if any.
+
+        ``policy`` is a step's own policy (default: the handler's).
+        """
+        info = parse_failure_headers(record.headers)
+        router = self.router if policy is None else FailureRouter(self.app_id, policy)
+        failed = FailedRecord(
+            record.key, record.value, record.headers, record.position, record.timestamp
+        )
+        route = router.route(failed, exc, stage=stage, step=step, now=now)
+        self.metrics.routed(route)
+        if route.dead_letter:
+            return route, self._settle(record, info)
+        if self.policy.ordered and record.key is not None:
+            origin = route.info.origin
+            self.room(origin.topic, origin.partition).failed(
+                record.key, _parked(record, origin, route.headers)
+            )
+        return route, None
+
+    def _settle(self, record: RecordLike, info: FailureInfo | None) -> ParkedRecord | None:
+        if not self.policy.ordered or record.key is None:
+            return None
+        origin = info.origin if info is not None else record.position
+        room = self.room(origin.topic, origin.partition)
+        if not self._is_head(room, record, info):
+            return None  # its key was free: nothing waits behind it
+        return room.settled(record.key)
+
+    # -- rebalance -------------------------------------------------------------------------
+    def revoked(self, partitions: Sequence[tuple[str, int]]) -> None:
+        """Forget the rooms and holds of revoked partitions (input and retry tiers)."""
+        for tp in partitions:
+            self._rooms.pop(tp, None)
+        self.gate.forget(partitions)
