@@ -101,11 +101,10 @@ def record_headers(shared: HeaderList, expires_at_ms: int) -> HeaderList:
 
 
 def _int_header(name: str, raw: str | bytes | None) -> int:
-    if isinstance(raw, str):
-        raw = raw.encode()
-    if raw is None or not raw.isascii() or not raw.lstrip(b"-").isdigit():
-        raise ValueError(f"header {name} is {raw!r}, not a decimal integer")
-    return int(raw)
+    try:
+        return int(raw)  # type: ignore[arg-type]  # None raises TypeError, caught below
+    except (TypeError, ValueError):
+        raise ValueError(f"header {name} is {raw!r}, not a decimal integer") from None
 
 
 def decode_record(
