@@ -162,7 +162,8 @@ class AvroCodec:
         type_: str = rec["type"]
         writer: int = rec["version"]
         info = self._info.get((type_, writer))
-        found = dict(headers) if headers else {}  # a handful of headers: C-speed lookups
+        # dict() of a handful of pairs (or a mapping): C-speed lookups afterwards.
+        found: dict[str, h.HeaderValue] = dict(headers) if headers else {}
         if (
             info is None
             or found.get(h.TYPE) != info.type_bytes
@@ -189,11 +190,11 @@ class AvroCodec:
     def peek_type(self, headers: h.Headers | None) -> tuple[str, int] | None:
         return h.peek_type(headers)
 
-    def _check_headers(self, found: dict[str, bytes | None], rec: dict[str, Any]) -> None:
+    def _check_headers(self, found: dict[str, h.HeaderValue], rec: dict[str, Any]) -> None:
         """The slow path: say which header is missing or disagrees (or accept none at all)."""
-        type_b = found.get(h.TYPE)
-        version_b = found.get(h.DATAVERSION)
-        id_b = found.get(h.ID)
+        type_b = h.as_bytes(found.get(h.TYPE))
+        version_b = h.as_bytes(found.get(h.DATAVERSION))
+        id_b = h.as_bytes(found.get(h.ID))
         if type_b is None or version_b is None or id_b is None:
             if not self.require_headers and type_b is None and version_b is None and id_b is None:
                 return

@@ -164,7 +164,7 @@ class ConfluentAvroCodec:
         if found is None:
             found = self._resolve_id(schema_id)
         type_, writer = found
-        meta = dict(headers) if headers else {}
+        meta = {k: h.as_bytes(v) for k, v in h.pairs(headers)}
         self._check(meta, type_, writer)
         data = self.payloads.decode(type_, writer, value[_FRAME.size :], version)
         return envelope_from_fields(

@@ -5,7 +5,7 @@ Tools route and filter on these without decoding the body (``peek_type``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 SPECVERSION = "ce_specversion"
 ID = "ce_id"
@@ -20,15 +20,29 @@ CAUSATION_ID = "ce_causationid"
 
 SPECVERSION_VALUE = b"1.0"
 
-Headers = Sequence[tuple[str, bytes | None]]
+HeaderValue = str | bytes | None
+# What confluent-kafka's Message.headers() returns (a list of pairs), or a mapping.
+Headers = Sequence[tuple[str, HeaderValue]] | Mapping[str, HeaderValue]
+
+
+def as_bytes(value: HeaderValue) -> bytes | None:
+    """A header value as bytes (text headers are UTF-8)."""
+    return value.encode() if isinstance(value, str) else value
+
+
+def pairs(headers: Headers | None) -> Sequence[tuple[str, HeaderValue]]:
+    if not headers:
+        return ()
+    if isinstance(headers, Mapping):
+        return list(headers.items())
+    return headers
 
 
 def header_value(headers: Headers | None, name: str) -> bytes | None:
-    """The first value of header ``name``, or None. Linear: headers are a handful."""
-    if headers:
-        for k, v in headers:
-            if k == name:
-                return v
+    """The first value of header ``name`` as bytes, or None. Linear: headers are a handful."""
+    for k, v in pairs(headers):
+        if k == name:
+            return as_bytes(v)
     return None
 
 
@@ -38,17 +52,17 @@ def peek_type(headers: Headers | None) -> tuple[str, int] | None:
     None when either header is absent or unreadable: the caller then decodes (and gets a
     typed error if the record is bad). Never raises.
     """
-    if not headers:
-        return None
-    type_b = version_b = None
-    for k, v in headers:
-        if k == TYPE:
+    type_b: HeaderValue = None
+    version_b: HeaderValue = None
+    for k, v in pairs(headers):
+        if k == TYPE and type_b is None:
             type_b = v
-        elif k == DATAVERSION:
+        elif k == DATAVERSION and version_b is None:
             version_b = v
     if not type_b or not version_b:
         return None
     try:
-        return type_b.decode(), int(version_b)
+        type_ = type_b if isinstance(type_b, str) else type_b.decode()
+        return type_, int(version_b)
     except (UnicodeDecodeError, ValueError):
         return None

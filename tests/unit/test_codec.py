@@ -340,3 +340,14 @@ def test_bad_envelope_metadata_names_the_field(codec: AvroCodec) -> None:
     with pytest.raises(EncodeError) as info:
         codec.encode(env)
     assert info.value.field == "source"
+
+
+def test_headers_as_a_mapping_or_with_text_values_are_accepted(codec: AvroCodec) -> None:
+    env = order()
+    value, headers = codec.encode(env)
+    as_text = [(k, v.decode()) for k, v in headers]
+    assert codec.decode(value, as_text) == env
+    assert codec.decode(value, dict(headers)) == env
+    assert peek_type(dict(as_text)) == ("order.placed", 1)
+    with pytest.raises(HeaderMismatchError):
+        codec.decode(value, {**dict(as_text), "ce_dataversion": "2"})
