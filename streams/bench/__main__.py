@@ -13,7 +13,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from streams.bench import bare_client, state
+from streams.bench import bare_client, codec, state
 from streams.bench.core import BenchContext, Row, peak_rss_mb
 from streams.broker import LocalBroker, free_port
 from streams.config import external_bootstrap
@@ -21,6 +21,7 @@ from streams.config import external_bootstrap
 # Each issue that adds a figure adds its section here.
 SECTIONS: dict[str, Callable[[BenchContext], list[Row]]] = {
     "bare": bare_client.run,
+    "codec": codec.run,
     "state": state.run,
 }
 
