@@ -7,6 +7,9 @@ import sys
 import typer
 
 from streams.cli import broker, demo, describe, dlq, run, schemas
+from streams.cli import lag as lag_cli
+from streams.cli import offsets as offsets_cli
+from streams.cli import replay as replay_cli
 from streams.cli._common import fail
 from streams.errors import StreamsError
 from streams.logs import configure_logging
@@ -24,6 +27,9 @@ app.add_typer(schemas.app, name="schemas")
 app.command("demo")(demo.demo)
 app.command("describe")(describe.describe)
 app.command("run")(run.run)
+app.add_typer(offsets_cli.app, name="offsets")
+app.command("replay")(replay_cli.replay_command)
+app.command("lag")(lag_cli.lag_command)
 
 
 @app.callback()

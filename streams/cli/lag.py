@@ -1,0 +1,82 @@
+"""``streams lag [--group G] [--watch] [--threshold N]``: consumer lag per group and topic.
+
+Exit status: 0, or 3 when ``--threshold`` is exceeded (1 stays for errors), so a cron
+job or a probe can alert on it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import typer
+from rich.live import Live
+from rich.table import Table
+
+from streams.cli._common import console, err_console
+from streams.cli.replay import BootstrapOpt, JsonOpt, TimeoutOpt, print_json
+from streams.replay import Cluster
+from streams.replay.lag import TopicLag, lag, over_threshold
+
+THRESHOLD_EXIT = 3
+GroupsOpt = typer.Option([], "--group", "-g", help="Only this group (repeatable).")
+
+
+def _table(rows: list[TopicLag], threshold: int | None) -> Table:
+    table = Table(title=f"consumer lag ({time.strftime('%H:%M:%S')})")
+    for col in ("group", "topic", "state", "members", "partitions", "lag", "max/partition"):
+        table.add_column(col, justify="left" if col in {"group", "topic", "state"} else "right")
+    for r in rows:
+        style = "bold red" if threshold is not None and r.lag > threshold else None
+        table.add_row(
+            r.group, r.topic, r.state, str(r.members), str(r.partitions), f"{r.lag:,}",
+            f"{r.max_partition_lag:,}", style=style,
+        )  # fmt: skip
+    if not rows:
+        table.caption = "no committed offsets"
+    return table
+
+
+def lag_command(  # noqa: PLR0917 - a command's options
+    groups: list[str] = GroupsOpt,
+    watch: bool = typer.Option(False, "--watch", "-w", help="Refresh until Ctrl-C."),
+    interval: float = typer.Option(2.0, "--interval", min=0.2, help="Seconds between refreshes."),
+    threshold: int | None = typer.Option(
+        None,
+        "--threshold",
+        min=0,
+        help=f"Exit {THRESHOLD_EXIT} when a group's topic lag is above N.",
+    ),
+    bootstrap: str = BootstrapOpt,
+    timeout: float = TimeoutOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Lag per consumer group and topic (all groups unless --group)."""
+    cluster = Cluster(bootstrap, timeout)
+    if watch and console.is_terminal and not as_json:
+        with Live(_table(lag(cluster, groups), threshold), console=console) as live:
+            try:
+                while True:
+                    time.sleep(interval)  # the refresh period the user asked for
+                    live.update(_table(lag(cluster, groups), threshold))
+            except KeyboardInterrupt:
+                return
+    while True:
+        rows = lag(cluster, groups)
+        if as_json:
+            print_json([r.as_dict() for r in rows])
+        else:
+            console.print(_table(rows, threshold))
+        if not watch:
+            break
+        time.sleep(interval)  # without a terminal, --watch prints one table per period
+    if threshold is not None:
+        above = over_threshold(rows, threshold)
+        if above:
+            worst = max(above, key=lambda r: r.lag)
+            err_console.print(
+                f"lag above {threshold:,} on {len(above)} group/topic(s); worst "
+                f"{worst.group}/{worst.topic} at {worst.lag:,}",
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(THRESHOLD_EXIT)
