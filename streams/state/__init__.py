@@ -27,6 +27,7 @@ from streams.state.errors import (
     StateError,
     StoreClosedError,
 )
+from streams.state.manager import StateManager
 from streams.state.memory import MemoryBackend
 from streams.state.progress import RestoreProgressBar
 from streams.state.recovery import RestoreResult
@@ -58,6 +59,7 @@ __all__ = [
     "RocksDBBackend",
     "RoutedStore",
     "StateError",
+    "StateManager",
     "Store",
     "StoreClosedError",
     "StorePartition",
