@@ -21,7 +21,6 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-from streams.logs import get_logger
 from streams.replay.cluster import Cluster, client_config
 from streams.replay.errors import CopyError, ReplayError, UnknownTopicError
 from streams.replay.filters import Headers, RecordFilter
@@ -31,8 +30,6 @@ REPLAY_HEADER = "streams_replay_of"
 REPLAY_TIME_HEADER = "streams_replay_timestamp"  # the original's timestamp, epoch ms
 BATCH = 2000
 FLUSH_TIMEOUT = 60.0
-
-log = get_logger(__name__)
 
 Progress = Callable[[int], None]
 
@@ -209,10 +206,6 @@ def replay(
                     f"acknowledged ({acks.first_error or f'{left} still in flight'})"
                 )
     result.seconds = time.perf_counter() - started
-    log.info(
-        "replay done", topic=plan.topic, into=into, read=result.read, copied=result.copied,
-        dry_run=dry_run, seconds=round(result.seconds, 3),
-    )  # fmt: skip
     return result
 
 
