@@ -10,6 +10,10 @@ RSS belongs to one backend only:
 * ``rocksdb`` again after N/100 more records: the restart restores only the tail from its
   local checkpoint (the figure shows how many records it read).
 
+Then, in this process, the dedup cost: ``--records`` records (each id twice) through
+``Dedup.first`` on each backend, with the changelog flushed, acked and applied every
+10,000 records as the runtime does at a commit.
+
 N is 1,000,000 (``--quick``: 50,000). Run as ``python -m streams.bench.state --worker ...``
 the module is that subprocess.
 """
@@ -30,7 +34,15 @@ from confluent_kafka import KafkaError, Producer, TopicPartition
 
 from streams.admin import delete_topics
 from streams.bench.core import BenchContext, Row
-from streams.state import ChangelogStore, MemoryBackend, RocksDBBackend, ensure_changelog_topic
+from streams.state import (
+    Backend,
+    ChangelogStore,
+    Dedup,
+    MemoryBackend,
+    RocksDBBackend,
+    StateManager,
+    ensure_changelog_topic,
+)
 from streams.state.changelog import changelog_topic, record_headers, source_headers
 from streams.state.recovery import restore_consumer
 
@@ -104,6 +116,38 @@ def _consume_bare(bootstrap: str, topic: str) -> int:
     return read
 
 
+def _dedup_rate(ctx: BenchContext, app: str, backend: Backend, state_dir: str) -> float:
+    """Records/s through ``Dedup.first`` for ``ctx.records`` records (every id twice), with
+    the changelog flushed, acked and applied every 10,000 records, as the runtime would."""
+    manager = StateManager(
+        app, consumer_config={"bootstrap.servers": ctx.bootstrap}, state_dir=state_dir
+    )
+    manager.add_store(STORE, backend, source_topic="orders")
+    manager.ensure_changelogs(ctx.admin, {"orders": 1})
+    manager.assign("orders", 0, committed_offset=None)
+    producer = Producer(
+        {"bootstrap.servers": ctx.bootstrap, "linger.ms": 5, "enable.idempotence": True}
+    )
+    dedup = Dedup(manager.routed(STORE, lambda: 0).transaction, ttl=WEEK_MS / 1000)
+    n = ctx.records
+    ids = [f"{i // 2:026d}" for i in range(n)]
+    now = time.time()
+    started = time.perf_counter()
+    for start in range(0, n, 10_000):
+        first = dedup.first
+        for event_id in ids[start : start + 10_000]:
+            first(event_id, now)
+        manager.flush(producer, {("orders", 0): start + 10_000})
+        producer.flush(60)
+        manager.check_delivered()
+        manager.apply()
+    seconds = time.perf_counter() - started
+    manager.close(keep=False)
+    if dedup.duplicates != n // 2:
+        raise RuntimeError(f"dedup bench: {dedup.duplicates} duplicates of {n // 2}")
+    return n / seconds
+
+
 def _measure(mode: str, bootstrap: str, app: str, state_dir: str, committed: int) -> dict[str, Any]:
     out = subprocess.run(
         [
@@ -144,8 +188,12 @@ def run(ctx: BenchContext) -> list[Row]:
             disk = _measure("rocksdb", ctx.bootstrap, app, state_dir, n)
             _produce_entries(ctx.bootstrap, topic, n, tail)
             again = _measure("rocksdb", ctx.bootstrap, app, state_dir, n + tail)
+        with tempfile.TemporaryDirectory(prefix="streams-bench-dedup-") as state_dir:
+            dedup_memory = _dedup_rate(ctx, f"{app}-m", MemoryBackend(), state_dir)
+            dedup_disk = _dedup_rate(ctx, f"{app}-r", RocksDBBackend(), state_dir)
     finally:
-        delete_topics(ctx.admin, [topic])
+        topics = ctx.admin.list_topics(timeout=30).topics
+        delete_topics(ctx.admin, [t for t in topics if t.startswith(app)])
     label = f"{n:,} entries"
     base_rate = bare["read"] / bare["seconds"]
     return [
@@ -194,6 +242,16 @@ def run(ctx: BenchContext) -> list[Row]:
             "MB",
             baseline=bare["rss_mb"],
             note=f"target < {RSS_TARGET_MB:.0f} MB",
+        ),
+        *(
+            Row(
+                "state",
+                f"dedup, {name} ({ctx.records:,} records, half duplicates)",
+                rate,
+                "rec/s",
+                note=f"{1e6 / rate:.1f} us/record incl. changelog",
+            )
+            for name, rate in (("memory", dedup_memory), ("rocksdb", dedup_disk))
         ),
     ]
 
