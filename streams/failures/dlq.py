@@ -140,7 +140,7 @@ def _timestamp(message: Message) -> datetime | None:
 def to_dead_letter(message: Message) -> DeadLetter | ReplayMark:
     """Turn one consumed DLQ record into a dead letter, or a replay mark."""
     # A consumed record's headers are always a list of (str, bytes | None) pairs.
-    headers: tuple[Header, ...] = tuple(cast(list[Header], message.headers() or []))
+    headers: tuple[Header, ...] = tuple(cast("list[Header]", message.headers() or []))
     mark_of = header_text(headers, REPLAY_MARK)
     if mark_of is not None:
         sent = header_text(headers, REPLAY_TIME)

@@ -29,10 +29,9 @@ Records read from a retry tier carry their source in their error headers:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from streams.failures.headers import (
     FailureInfo,
@@ -73,8 +72,7 @@ class RecordLike(Protocol):
     def timestamp(self) -> int | None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Admission:
+class Admission(NamedTuple):
     """``on_record``'s answer; with ``PROCESS``, ``record`` is what to process now (the
     record itself, or after a crash its key's head, released but never finished)."""
 
@@ -167,10 +165,18 @@ class FailureHandler:
         retry copy that no longer heads its key is skipped, unless its key's head was
         released and in hand when the process died: that head is processed again.
         """
-        if not self.policy.ordered or record.key is None:
-            return Admission(Decision.PROCESS, record)
         key = record.key
-        info = parse_failure_headers(record.headers)
+        if key is None or not self.policy.ordered:
+            return Admission(Decision.PROCESS, record)
+        headers = record.headers
+        info = parse_failure_headers(headers) if headers else None
+        if info is None:
+            position = record.position
+            room = self._rooms.get((position.topic, position.partition))
+            if room is None and self._store_for is not None:
+                room = self.room(position.topic, position.partition)  # its store may know
+            if room is None or not room.is_blocked(key):  # the common case: nothing waits
+                return Admission(Decision.PROCESS, record)
         origin = info.origin if info is not None else record.position
         room = self.room(origin.topic, origin.partition)
         head = room.head(key)
@@ -194,7 +200,8 @@ class FailureHandler:
 
     def on_success(self, record: RecordLike) -> ParkedRecord | None:
         """``record`` was processed: the next parked record of its key, if any."""
-        info = parse_failure_headers(record.headers)
+        headers = record.headers
+        info = parse_failure_headers(headers) if headers else None
         if info is not None:
             self.metrics.succeeded_after_failure()
         return self._settle(record, info)
@@ -233,8 +240,10 @@ class FailureHandler:
         if not self.policy.ordered or record.key is None:
             return None
         origin = info.origin if info is not None else record.position
-        room = self.room(origin.topic, origin.partition)
-        if not self._is_head(room, record, info):
+        room = self._rooms.get((origin.topic, origin.partition))
+        if room is None and self._store_for is not None:
+            room = self.room(origin.topic, origin.partition)  # its store may know the key
+        if room is None or not self._is_head(room, record, info):
             return None  # its key was free: nothing waits behind it
         return room.settled(record.key)
 

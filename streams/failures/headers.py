@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
+from typing import NamedTuple
 
 from streams.failures.errors import FailureHeaderError
 
@@ -61,9 +62,10 @@ class Stage(Enum):
     PROCESS = "process"
 
 
-@dataclass(frozen=True, slots=True)
-class SourcePosition:
-    """Where a record was first read: its input topic, partition and offset."""
+class SourcePosition(NamedTuple):
+    """Where a record was first read: its input topic, partition and offset.
+
+    A named tuple: made once per consumed record, so it must be cheap."""
 
     topic: str
     partition: int
@@ -71,6 +73,10 @@ class SourcePosition:
 
     def __str__(self) -> str:
         return f"{self.topic}[{self.partition}]@{self.offset}"
+
+
+_STAGES = {stage.value: stage for stage in Stage}
+_EPOCH = datetime.fromtimestamp(0, UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,8 +211,7 @@ def parse_failure_headers(headers: Headers | None) -> FailureInfo | None:
     if EXCEPTION not in values:
         return None
     try:
-        epoch = datetime.fromtimestamp(0, UTC)
-        last = parse_time(values[LAST_TIME]) if LAST_TIME in values else epoch
+        last = parse_time(values[LAST_TIME]) if LAST_TIME in values else _EPOCH
         return FailureInfo(
             exception=values[EXCEPTION],
             message=values.get(MESSAGE, ""),
@@ -220,10 +225,12 @@ def parse_failure_headers(headers: Headers | None) -> FailureInfo | None:
             first_failure=parse_time(values[FIRST_TIME]) if FIRST_TIME in values else last,
             last_failure=last,
             app_id=values.get(APP_ID, ""),
-            stage=Stage(values.get(STAGE, Stage.PROCESS.value)),
+            stage=_STAGES[values.get(STAGE, "process")],
             step=values.get(STEP),
             tier=int(values[TIER]) if TIER in values else None,
             due=parse_time(values[DUE_TIME]) if DUE_TIME in values else None,
         )
+    except KeyError as exc:
+        raise FailureHeaderError(f"unreadable error headers: unknown stage {exc}") from None
     except ValueError as exc:
         raise FailureHeaderError(f"unreadable error headers: {exc}") from exc

@@ -29,13 +29,14 @@ from streams.failures.policy import RetryPolicy, Verdict
 from streams.failures.topics import FailureTopics
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FailedRecord:
     """A record as read when it failed: from the input topic or from a retry tier.
 
     ``headers`` are the headers as read; when the record comes from a retry tier they hold
     its earlier error headers, which is how attempts and the first failure are carried.
     ``timestamp`` is the Kafka record timestamp in ms (kept on the copy), if known.
+    Treat it as immutable (not frozen only because a frozen init costs per record).
     """
 
     key: bytes | None
@@ -52,7 +53,7 @@ class FailedRecord:
             key=message.key(),
             value=message.value(),
             # A consumed record's headers are always a list of (str, bytes | None) pairs.
-            headers=cast(list[Header], message.headers() or []),
+            headers=cast("list[Header]", message.headers() or ()),
             position=SourcePosition(
                 message.topic() or "", message.partition() or 0, message.offset() or 0
             ),
