@@ -18,6 +18,7 @@ from streams.admin import admin_client, create_topic, delete_topics
 from streams.broker import LocalBroker
 from streams.config import external_bootstrap
 from streams.failures.tour import step_failures
+from streams.replay.tour import step_replay
 from streams.state.tour import step_state
 
 
@@ -98,7 +99,12 @@ def _step_round_trip(ctx: DemoContext) -> None:
         raise RuntimeError(f"demo read back {sum(seen.values())} of {count} records")
 
 
-STEPS: list[Callable[[DemoContext], None]] = [_step_round_trip, step_failures, step_state]
+STEPS: list[Callable[[DemoContext], None]] = [
+    _step_round_trip,
+    step_failures,
+    step_state,
+    step_replay,
+]
 
 
 def run_demo(console: Console | None = None) -> None:
