@@ -26,6 +26,7 @@ from streams.state import (
     RocksDBBackend,
     RoutedStore,
     StateError,
+    StateManager,
     StoreClosedError,
 )
 from streams.state.changelog import EXPIRES_AT, SOURCE_OFFSET, SOURCE_TOPIC, decode_record
@@ -264,3 +265,29 @@ def test_a_routed_store_reads_and_writes_the_current_records_partition() -> None
     current[0] = 2
     with pytest.raises(StoreClosedError, match="partition 2 is not open"):
         routed.get("k")
+
+
+def test_a_state_manager_flushes_and_applies_the_partitions_it_is_told(tmp_path: Path) -> None:
+    manager = StateManager("app", consumer_config={}, state_dir=tmp_path)
+    manager.add_store("s", MemoryBackend(), source_topic="orders")
+    manager.add_store("other", MemoryBackend(), source_topic="payments")
+    for p in (0, 1):
+        manager.attach("orders", p)
+    current = [0]
+    routed = manager.routed("s", lambda: current[0])
+    routed.set("k", b"p0")
+    current[0] = 1
+    routed.set("k", b"p1")
+    producer = RecordingProducer()
+    assert manager.flush(producer, {("orders", 0): 7}) == 1  # partition 1 not yet due
+    producer.flush()
+    manager.check_delivered()
+    manager.apply()
+    assert manager.stores["s"].partition(0).storage.get(b"k") == Entry(b"p0")
+    assert manager.stores["s"].partition(1).storage.get(b"k") is None
+    manager.abort()
+    assert routed.get("k") is None  # partition 1's unflushed change is dropped
+    assert manager.stores["other"].partitions == {}
+    with pytest.raises(StateError, match="already has a store"):
+        manager.add_store("s", MemoryBackend(), source_topic="orders")
+    manager.close(keep=False)
