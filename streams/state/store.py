@@ -24,9 +24,14 @@ The contract with the runtime, per store and per assigned input partition ``p``:
      not acked) and only then commits the input offsets.
      exactly-once: the producer's open transaction carries the changelog records; the
      runtime sends the offsets to the transaction and commits it.
-   * ``part.apply()`` after the commit succeeded: writes the changes to the local storage
-     and the local checkpoint. If the commit (or the transaction) failed instead:
-     ``part.abort()`` drops them; restore from the changelog then rebuilds the truth.
+   * ``part.apply()`` after the commit: writes the changes to the local storage and the
+     local checkpoint. ``part.abort()`` instead only when the input will be read again
+     from the committed offsets (an aborted exactly-once transaction, then a seek back):
+     it drops the changes, and reprocessing makes them again. An at-least-once commit
+     that failed but will be retried without a rewind must still ``apply()``: the
+     records are not read again, so dropping their changes would lose them (if the
+     process dies first, open() finds the local copy ahead of the committed offset and
+     rebuilds it from the changelog).
 
 5. ``store.close(p, keep=...)`` on revoke: ``keep=True`` keeps the local copy (on disk
    with its checkpoint, or in memory for the memory backend) for a fast return; ``False``
