@@ -16,6 +16,7 @@ from rich.console import Console
 
 from streams.admin import admin_client, create_topic, delete_topics
 from streams.broker import LocalBroker
+from streams.codec.tour import step_schemas
 from streams.config import external_bootstrap
 from streams.failures.tour import step_failures
 from streams.replay.tour import step_replay
@@ -101,6 +102,7 @@ def _step_round_trip(ctx: DemoContext) -> None:
 
 STEPS: list[Callable[[DemoContext], None]] = [
     _step_round_trip,
+    step_schemas,
     step_failures,
     step_state,
     step_replay,
