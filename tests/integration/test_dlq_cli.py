@@ -333,3 +333,18 @@ def test_replay_to_a_missing_topic_fails_cleanly_and_sends_nothing(
     assert "no-such-topic-x1" in result.stderr
     assert "Traceback" not in result.stderr
     assert end_offsets(kafka_bootstrap, dlq.topics.dlq, 3) == before
+
+
+def test_a_missing_dlq_topic_is_a_one_line_error(kafka_bootstrap: str) -> None:
+    result = streams_cli(kafka_bootstrap, "list", "no-such-app-orders-dlq")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "error: no topic 'no-such-app-orders-dlq' (is the app id or topic name right?)"
+    )
+
+
+def test_an_empty_dlq_lists_as_empty(kafka_bootstrap: str, make_topic: TopicFactory) -> None:
+    empty = make_topic("app-orders-dlq")
+    summary = cli_json(kafka_bootstrap, "list", empty)
+    assert (summary["total"], summary["by_error"], summary["oldest"]) == (0, {}, None)
+    assert cli_json(kafka_bootstrap, "replay", empty, "--execute")["sent"] == 0

@@ -1,0 +1,46 @@
+"""``streams dlq`` refuses bad options with one line on stderr, before touching a broker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def streams(*args: str) -> subprocess.CompletedProcess[str]:
+    # A port nothing listens on: these must fail before any connection is tried.
+    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "streams", "dlq", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["show", "app-t-dlq", "--record", "3"], "--record expects PARTITION:OFFSET, got '3'"),
+        (["replay", "app-t-dlq", "-r", "a:1"], "--record expects PARTITION:OFFSET"),
+        (["list", "app-t-dlq", "--since", "yesterday"], "--since expects an ISO time or a"),
+        (["show", "app-t-dlq", "--until", "-5m"], "--until expects an ISO time or a"),
+    ],
+)
+def test_bad_selections_are_one_line_errors(args: list[str], message: str) -> None:
+    result = streams(*args)
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_help_names_the_dry_run_default() -> None:
+    result = streams("replay", "--help")
+    assert result.returncode == 0
+    assert "--execute" in result.stdout
+    assert "dry run" in result.stdout
