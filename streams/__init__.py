@@ -3,14 +3,27 @@
 The public API is re-exported here; everything else is private by default.
 """
 
+from streams.codec import AvroCodec, Codec, CodecError, DecodeError, EncodeError, Upcasters
+from streams.envelope import Envelope
 from streams.logs import configure_logging
+from streams.schemas import CompatibilityMode, SchemaCatalog, default_catalog
 from streams.state import ChangelogStore, Dedup, MemoryBackend, RocksDBBackend
 
 __all__ = [
+    "AvroCodec",
     "ChangelogStore",
+    "Codec",
+    "CodecError",
+    "CompatibilityMode",
+    "DecodeError",
     "Dedup",
+    "EncodeError",
+    "Envelope",
     "MemoryBackend",
     "RocksDBBackend",
+    "SchemaCatalog",
+    "Upcasters",
     "configure_logging",
+    "default_catalog",
 ]
 __version__ = "0.1.0"
