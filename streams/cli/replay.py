@@ -118,7 +118,7 @@ def replay_command(  # noqa: PLR0917 - a command's options
 ) -> None:
     """Copy a range of SOURCE into another topic, keeping keys and headers.
 
-    Every copy carries a streams_replay_of=<topic>/<partition>/<offset> header. Success is
+    Every copy carries a streams.replay.of=<topic>/<partition>/<offset> header. Success is
     reported only after the target acknowledged every copy.
     """
     if into is None and not dry_run:

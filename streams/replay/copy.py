@@ -1,6 +1,6 @@
 """Copy a planned range of a topic into another topic (or only count it: a dry run).
 
-The copy keeps each record's key, value and headers, adds a ``streams_replay_of`` header
+The copy keeps each record's key, value and headers, adds a ``streams.replay.of`` header
 (``<topic>/<partition>/<offset>`` of the original), and by default lets the target
 partition by key with Kafka's own partitioner (murmur2, as Java clients), so keys land
 where any Kafka producer would put them; ``keep_partition`` copies partition to partition.
@@ -26,8 +26,9 @@ from streams.replay.errors import CopyError, ReplayError, UnknownTopicError
 from streams.replay.filters import Headers, RecordFilter
 from streams.replay.plan import ReplayPlan
 
-REPLAY_HEADER = "streams_replay_of"
-REPLAY_TIME_HEADER = "streams_replay_timestamp"  # the original's timestamp, epoch ms
+# The same header `streams dlq replay` sets: every copy names its original.
+REPLAY_HEADER = "streams.replay.of"
+REPLAY_TIMESTAMP_HEADER = "streams.replay.original_timestamp"  # epoch ms, as text
 BATCH = 2000
 FLUSH_TIMEOUT = 60.0
 
@@ -172,7 +173,8 @@ def replay(
     ``dry_run`` reads the range and counts what would be copied; nothing is written
     (``into`` may then be None). ``progress`` gets the number of offsets consumed since
     its last call, once per batch. ``keep_timestamps`` gives copies their original
-    timestamps (else the time of the copy; the original is in ``streams_replay_timestamp``).
+    timestamps (else the time of the copy; the original is always in the header
+    ``streams.replay.original_timestamp``).
     Raises ``ReplayError`` for a bad target, ``CopyError`` when the target did not
     acknowledge every copy within ``flush_timeout`` after the last read.
     """
@@ -277,7 +279,7 @@ class _Copier:
         out_headers = [
             *(headers or ()),
             (REPLAY_HEADER, f"{self.topic}/{partition}/{offset}".encode()),
-            (REPLAY_TIME_HEADER, str(ts).encode()),
+            (REPLAY_TIMESTAMP_HEADER, str(ts).encode()),
         ]
         kwargs: dict[str, Any] = {"key": msg.key(), "value": msg.value(),
                                   "headers": out_headers, "on_delivery": self.acks}  # fmt: skip
