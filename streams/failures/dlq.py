@@ -254,6 +254,25 @@ def _read(
     return DlqContents(topic, tuple(letters), tuple(marks))
 
 
+def dlq_depth(bootstrap: str, topic: str, *, timeout: float = 10.0) -> int:
+    """Records in ``topic`` now (end minus start offsets, replay marks included): the
+    gauge for monitoring, read from watermarks without consuming. Raises ``DlqError``."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "streams-dlq-depth"})
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            raise DlqError(f"no topic {topic!r} (is the app id or topic name right?)")
+        depth = 0
+        for partition in metadata.partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout)
+            depth += max(high - low, 0)
+        return depth
+    except KafkaException as exc:
+        raise DlqError(f"cannot measure {topic!r}: {exc}") from exc
+    finally:
+        consumer.close()
+
+
 @dataclass(frozen=True, slots=True)
 class DlqFilter:
     """Which dead letters a command applies to; an unset field matches everything.

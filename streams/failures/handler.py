@@ -218,7 +218,8 @@ class FailureHandler:
     ) -> tuple[Route, ParkedRecord | None]:
         """Route ``record``; returns the route and the next record released, if any.
 
-        ``policy`` is a step's own policy (default: the handler's).
+        ``policy`` is a step's own policy (default: the handler's). The route is counted
+        (and a dead letter logged) here, when decided: the runtime stops on a refused write.
         """
         info = parse_failure_headers(record.headers)
         router = self.router if policy is None else FailureRouter(self.app_id, policy)

@@ -25,6 +25,7 @@ from streams.admin import create_topic
 from streams.codec import AvroCodec, DecodeError
 from streams.envelope import Envelope
 from streams.failures import headers as h
+from streams.failures.dlq import dlq_depth
 from streams.failures.errors import FailureTopicError
 from streams.failures.headers import Stage
 from streams.failures.policy import RetryPolicy
@@ -317,6 +318,7 @@ def test_replay_is_a_dry_run_by_default_and_execute_sends_exactly_the_chosen(
 
     summary = cli_json(kafka_bootstrap, "list", dlq.topics.dlq)
     assert summary["total"] == 5  # replay marks are not dead letters
+    assert dlq_depth(kafka_bootstrap, dlq.topics.dlq) == 5 + 2  # ...but they are records
     assert (summary["replayed"], summary["replays"]) == (2, 2)
     shown = cli_json(kafka_bootstrap, "show", dlq.topics.dlq, "--key", "c-1")
     assert [r["to"] for r in shown[0]["replays"]] == [dlq.source]
