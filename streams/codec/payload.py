@@ -143,10 +143,21 @@ class Payloads:
                 )
                 if problems:
                     p = problems[0]
+                    declared = sorted(
+                        v
+                        for v in self.catalog.event_type(type_).upcast
+                        if step.writer < v <= step.reader
+                    )
+                    hint = (
+                        f"; schemas/{type_}/type.json declares v{declared[0]} as upcast: "
+                        f"register an upcaster for ({type_!r}, {declared[0] - 1})"
+                        if declared
+                        else ""
+                    )
                     raise NoResolutionPathError(
                         f"{type_}: no way to read v{writer} data as v{target}: "
                         f"v{step.reader} cannot read v{step.writer} (field '{p.field}': "
-                        f"{p.reason}) and no upcaster covers that step"
+                        f"{p.reason}) and no upcaster covers that step{hint}"
                     )
         self._plans[(type_, writer, target)] = steps
         return steps

@@ -4,7 +4,11 @@ Layout::
 
     schemas/envelope.avsc              the envelope (must equal the built-in one)
     schemas/<type>/v<N>.avsc           payload schema of <type>, version N (N >= 1)
-    schemas/<type>/type.json           optional: {"compatibility": "FULL", "doc": "..."}
+    schemas/<type>/type.json           optional: {"compatibility": "FULL", "doc": "...",
+                                                  "upcast": [3]}
+
+``upcast`` lists versions reached from the previous one by an upcaster function (a step
+Avro cannot express): the gate does not ask them to read older data by Avro's rules.
 
 ``SchemaCatalog.load`` reads and parses the whole folder up front (it blocks on file I/O
 once); lookups afterwards are dict reads. Every problem found is reported together, each
@@ -60,6 +64,7 @@ class EventType:
     versions: Mapping[int, SchemaVersion]
     compatibility: CompatibilityMode = DEFAULT_MODE
     doc: str = ""
+    upcast: frozenset[int] = frozenset()
 
 
 def parse_schema_file(path: Path) -> tuple[Any, Any]:
@@ -195,7 +200,7 @@ def _load_type(type_dir: Path, problems: list[SchemaFileError]) -> EventType:
     name = type_dir.name
     if not _TYPE_NAME.match(name):
         raise SchemaFileError(type_dir, "not a valid type name (letters, digits, _ - and dots)")
-    mode, doc = _read_type_file(type_dir / TYPE_FILE)
+    mode, doc, upcast = _read_type_file(type_dir / TYPE_FILE)
     versions: dict[int, SchemaVersion] = {}
     for file in sorted(type_dir.glob("*.avsc")):
         m = _VERSION_FILE.match(file.name)
@@ -211,19 +216,28 @@ def _load_type(type_dir: Path, problems: list[SchemaFileError]) -> EventType:
         versions[version] = SchemaVersion(name, version, file, raw, parsed)
     if not versions and not any(p.path.parent == type_dir for p in problems):
         raise SchemaFileError(type_dir, "no v<N>.avsc file in this type folder")
-    return EventType(name, dict(sorted(versions.items())), mode, doc)
+    unknown_upcast = sorted(v for v in upcast if v not in versions or v == 1)
+    if unknown_upcast and versions:
+        problems.append(
+            SchemaFileError(
+                type_dir / TYPE_FILE,
+                f"upcast names version(s) {unknown_upcast} without a previous version to "
+                "upcast from",
+            )
+        )
+    return EventType(name, dict(sorted(versions.items())), mode, doc, upcast)
 
 
-def _read_type_file(path: Path) -> tuple[CompatibilityMode, str]:
+def _read_type_file(path: Path) -> tuple[CompatibilityMode, str, frozenset[int]]:
     if not path.exists():
-        return DEFAULT_MODE, ""
+        return DEFAULT_MODE, "", frozenset()
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise SchemaFileError(path, f"cannot read: {exc}") from exc
     if not isinstance(meta, dict):
         raise SchemaFileError(path, "must be a JSON object")
-    unknown = set(meta) - {"compatibility", "doc"}
+    unknown = set(meta) - {"compatibility", "doc", "upcast"}
     if unknown:
         raise SchemaFileError(path, f"unknown key(s): {', '.join(sorted(unknown))}")
     raw_mode = str(meta.get("compatibility", DEFAULT_MODE.value)).upper()
@@ -232,7 +246,12 @@ def _read_type_file(path: Path) -> tuple[CompatibilityMode, str]:
     except ValueError:
         choices = ", ".join(m.value for m in CompatibilityMode)
         raise SchemaFileError(path, f"compatibility {raw_mode!r} is not one of {choices}") from None
-    return mode, str(meta.get("doc", ""))
+    upcast = meta.get("upcast", [])
+    if not isinstance(upcast, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in upcast
+    ):
+        raise SchemaFileError(path, "upcast must be a list of version numbers, e.g. [3]")
+    return mode, str(meta.get("doc", "")), frozenset(upcast)
 
 
 def default_catalog() -> SchemaCatalog:

@@ -78,6 +78,8 @@ def check_catalog(catalog: Any) -> list[Incompatibility]:
 
     Each version is checked against the previous one, or every earlier one for the
     ``_TRANSITIVE`` modes: BACKWARD means the newer reads the older, FORWARD the reverse.
+    A BACKWARD pair that spans a version the type declares as ``upcast`` is skipped: an
+    upcaster function, not Avro, takes older data across that step.
     """
     found: list[Incompatibility] = []
     for type_name in catalog.types():
@@ -88,7 +90,8 @@ def check_catalog(catalog: Any) -> list[Incompatibility]:
             olds = versions[:i] if mode.transitive else [versions[i - 1]]
             for old in reversed(olds):
                 pairs = []
-                if mode.backward:
+                upcast_between = any(old < v <= new for v in event_type.upcast)
+                if mode.backward and not upcast_between:
                     pairs.append((new, old))
                 if mode.forward:
                     pairs.append((old, new))

@@ -137,7 +137,9 @@ def _catalog_with_rename(tmp_path: Path) -> SchemaCatalog:
         if f["name"] == "customer_id":
             f["name"] = "buyer"
     (tmp_path / "schemas" / "order.placed" / "v3.avsc").write_text(json.dumps(v2))
-    (tmp_path / "schemas" / "order.placed" / "type.json").write_text('{"compatibility": "NONE"}')
+    (tmp_path / "schemas" / "order.placed" / "type.json").write_text(
+        '{"compatibility": "BACKWARD", "upcast": [3]}'
+    )
     return SchemaCatalog.load(tmp_path / "schemas")
 
 
@@ -162,8 +164,9 @@ def test_upcaster_covers_a_step_avro_cannot_express(tmp_path: Path) -> None:
 def test_without_the_upcaster_there_is_no_resolution_path(tmp_path: Path) -> None:
     codec = AvroCodec(_catalog_with_rename(tmp_path))
     value, headers = codec.encode(order(version=2))
-    with pytest.raises(NoResolutionPathError, match=r"v3 cannot read v2 \(field 'buyer'"):
+    with pytest.raises(NoResolutionPathError, match=r"v3 cannot read v2 \(field 'buyer'") as info:
         codec.decode(value, headers, version=3)
+    assert "register an upcaster for ('order.placed', 2)" in str(info.value)
 
 
 def test_newer_writer_without_resolution_path_is_a_typed_error(tmp_path: Path) -> None:

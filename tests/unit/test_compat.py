@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from streams.schemas import CompatibilityMode, SchemaCatalog, check_catalog, reader_problems
+from streams.schemas import (
+    CatalogLoadError,
+    CompatibilityMode,
+    SchemaCatalog,
+    check_catalog,
+    reader_problems,
+)
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
@@ -138,6 +144,30 @@ def test_declared_modes(
     assert catalog.compatibility("t.x") is CompatibilityMode(mode)
     found = [(i.reader, i.writer, i.field) for i in check_catalog(catalog) if i.type == "t.x"]
     assert found == broken
+
+
+def test_a_version_declared_as_upcast_is_not_held_to_avro_backward_rules(tmp_path: Path) -> None:
+    renamed = record(f("x", "string"), f("b", "int"))  # "a" renamed to "x": Avro cannot tell
+    root = _write_versions(tmp_path / "s", "BACKWARD_TRANSITIVE", V1, renamed, renamed)
+    catalog = SchemaCatalog.load(root, check=False)
+    assert [(i.reader, i.writer) for i in check_catalog(catalog) if i.type == "t.x"] == [
+        (2, 1),
+        (3, 1),
+    ]
+    (root / "t.x" / "type.json").write_text(
+        json.dumps({"compatibility": "BACKWARD_TRANSITIVE", "upcast": [2]})
+    )
+    assert SchemaCatalog.load(root).event_type("t.x").upcast == {2}
+
+
+def test_upcast_must_name_a_version_with_a_predecessor(tmp_path: Path) -> None:
+    root = _write_versions(tmp_path / "s", "BACKWARD", V1, V2_DROPS_B)
+    (root / "t.x" / "type.json").write_text(json.dumps({"upcast": [1]}))
+    with pytest.raises(CatalogLoadError, match="without a previous version"):
+        SchemaCatalog.load(root)
+    (root / "t.x" / "type.json").write_text(json.dumps({"upcast": "2"}))
+    with pytest.raises(CatalogLoadError, match="list of version numbers"):
+        SchemaCatalog.load(root)
 
 
 # -- the CLI gate: the must-show ---------------------------------------------------------
