@@ -7,6 +7,10 @@ Also holds the options ``streams offsets`` and ``streams lag`` share.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -21,6 +25,7 @@ from rich.progress import (
 from rich.table import Table
 
 from streams.cli._common import console
+from streams.cli.describe import parse_params
 from streams.replay import (
     Cluster,
     RecordFilter,
@@ -33,6 +38,8 @@ from streams.replay import (
 )
 from streams.replay.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
 from streams.replay.errors import ReplayError
+from streams.replay.through import ThroughResult, replay_through
+from streams.topology import Topology, load_topology
 
 BootstrapOpt = typer.Option(
     DEFAULT_BOOTSTRAP,
@@ -50,6 +57,15 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON for machines instead of
 TypesOpt = typer.Option([], "--type", help="Copy only this envelope type, ce_type (repeatable).")
 KeysOpt = typer.Option([], "--key", help="Copy only this key (repeatable).")
 HeadersOpt = typer.Option([], "--header", help="Copy only records with header NAME=VALUE.")
+ThroughOpt = typer.Option(
+    None, "--through", help="Reprocess through this topology file instead of copying."
+)
+ThroughAppIdOpt = typer.Option(
+    None, "--app-id", help="With --through: the new app id (default <app>-replay-<UTC time>)."
+)
+ThroughSetOpt = typer.Option(
+    [], "--set", help="With --through: KEY=VALUE for the file's build() (repeatable)."
+)
 
 POSITIONS_HELP = (
     "earliest | latest | OFFSET | +N/-N (from --group's commit) | ISO time with zone | "
@@ -91,6 +107,38 @@ def _progress(total: int) -> Progress:
     )
 
 
+@contextmanager
+def _progress_bar(total: int, show: bool) -> Iterator[Callable[[int], None] | None]:
+    """A rich bar with rate and ETA on a terminal (``advance(n)``); None otherwise."""
+    if not show or total <= 0:
+        yield None
+        return
+    with _progress(total) as bar:
+        task = bar.add_task("replay", total=total, rate="")
+
+        def advance(n: int) -> None:
+            bar.advance(task, n)
+            speed = bar.tasks[0].speed
+            bar.update(task, rate=f"{speed:,.0f} rec/s" if speed else "")
+
+        yield advance
+
+
+def _load_through(path: Path, app_id: str | None, params: list[str]) -> Topology:
+    topology = load_topology(path, params=parse_params(params))
+    stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+    return topology.with_app_id(app_id or f"{topology.app_id}-replay-{stamp}")
+
+
+def _print_through(plan: ReplayPlan, path: Path, result: ThroughResult) -> None:
+    console.print(_plan_table(plan, None, dry_run=False))
+    console.print(
+        f"reprocessed {result.processed:,} records of {plan.topic} through {path} as app id "
+        f"{result.app_id} ({result.produced:,} outputs, all acknowledged) in "
+        f"{result.seconds:.2f} s; its group is committed at the end of the range"
+    )
+
+
 def replay_command(  # noqa: PLR0917 - a command's options
     source: str = typer.Argument(..., help="Topic to read, or topic:0,2 for some partitions."),
     start: str = typer.Option(..., "--from", help=f"Where to start: {POSITIONS_HELP}."),
@@ -112,6 +160,9 @@ def replay_command(  # noqa: PLR0917 - a command's options
         False, "--dry-run", help="Count per partition what would be copied; write nothing."
     ),
     force: bool = typer.Option(False, "--force", help="Allow the target to be the source."),
+    through: Path | None = ThroughOpt,
+    app_id: str | None = ThroughAppIdOpt,
+    params: list[str] = ThroughSetOpt,
     bootstrap: str = BootstrapOpt,
     timeout: float = TimeoutOpt,
     as_json: bool = JsonOpt,
@@ -121,9 +172,14 @@ def replay_command(  # noqa: PLR0917 - a command's options
     Every copy carries a streams.replay.of=<topic>/<partition>/<offset> header. Success is
     reported only after the target acknowledged every copy.
     """
-    if into is None and not dry_run:
-        raise ReplayError("give --into TARGET (or --dry-run to only count)")
+    if through is not None and into is not None:
+        raise ReplayError("give --into (copy) or --through (reprocess), not both")
+    if into is None and through is None and not dry_run:
+        raise ReplayError("give --into TARGET, --through TOPOLOGY, or --dry-run to only count")
     flt = RecordFilter.of(types, keys, headers)
+    if through is not None and not flt.everything:
+        raise ReplayError("--type/--key/--header filter copies; --through reprocesses all")
+    topology = _load_through(through, app_id, params) if through is not None else None
     cluster = Cluster(bootstrap, timeout)
     plan = plan_replay(
         cluster,
@@ -132,28 +188,30 @@ def replay_command(  # noqa: PLR0917 - a command's options
         parse_position_spec(end) if end is not None else None,
         group=group,
     )
-    show_bar = console.is_terminal and not as_json and plan.size > 0
-    if show_bar:
-        with _progress(plan.size) as bar:
-            task = bar.add_task("replay", total=plan.size, rate="")
-
-            def advance(n: int) -> None:
-                bar.advance(task, n)
-                speed = bar.tasks[0].speed
-                bar.update(task, rate=f"{speed:,.0f} rec/s" if speed else "")
-
-            result = replay(cluster, plan, into, record_filter=flt, keep_partition=keep_partition,
-                            keep_timestamps=keep_timestamps, dry_run=dry_run, force=force,
-                            progress=advance)  # fmt: skip
-    else:
+    show_bar = console.is_terminal and not as_json
+    if topology is not None and through is not None and not dry_run:
+        with _progress_bar(plan.size, show_bar) as advance:
+            done = replay_through(cluster, plan, topology, progress=advance)
+        if as_json:
+            print_json({"plan": plan.as_dict(), "through": done.as_dict()})
+        else:
+            _print_through(plan, through, done)
+        return
+    with _progress_bar(plan.size, show_bar) as advance:
         result = replay(cluster, plan, into, record_filter=flt, keep_partition=keep_partition,
-                        keep_timestamps=keep_timestamps, dry_run=dry_run, force=force)  # fmt: skip
+                        keep_timestamps=keep_timestamps, dry_run=dry_run, force=force,
+                        progress=advance)  # fmt: skip
     if as_json:
         print_json({"plan": plan.as_dict(), "result": result.as_dict()})
         return
     console.print(_plan_table(plan, result, dry_run))
     rate = result.read / result.seconds if result.seconds else 0.0
-    if dry_run:
+    if dry_run and topology is not None:
+        console.print(
+            f"dry run: would reprocess {result.read:,} records through {through} as app id "
+            f"{topology.app_id}; nothing was written"
+        )
+    elif dry_run:
         console.print(
             f"dry run: would copy {result.copied:,} of {result.read:,} records "
             f"(filter: {result.filter}); nothing was written"
