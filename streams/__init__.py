@@ -5,6 +5,7 @@ The public API is re-exported here; everything else is private by default.
 
 from streams.codec import AvroCodec, Codec, CodecError, DecodeError, EncodeError, Upcasters
 from streams.envelope import Envelope
+from streams.failures import RetryPolicy, Verdict
 from streams.logs import configure_logging
 from streams.replay import (
     ReplayError,
@@ -32,9 +33,11 @@ __all__ = [
     "ReplayError",
     "ReplayPlan",
     "ResetPlan",
+    "RetryPolicy",
     "RocksDBBackend",
     "SchemaCatalog",
     "Upcasters",
+    "Verdict",
     "configure_logging",
     "default_catalog",
     "execute_reset",
