@@ -7,6 +7,7 @@ Avro of ``schemas/<type>/v<version>.avsc``. Headers mirror the metadata (see
 
 from __future__ import annotations
 
+from datetime import UTC
 from io import BytesIO
 from typing import Any
 
@@ -75,8 +76,7 @@ class AvroCodec:
         """``(value, headers)`` for ``env``. Raises EncodeError naming the field that fails."""
         info = self._info.get((env.type, env.version))
         if info is None:
-            self.payloads.schema_for_encode(env.type, env.version)  # raises UnknownSchemaError
-            raise AssertionError("unreachable")  # pragma: no cover
+            raise self.payloads.unknown_schema(env.type, env.version)
         buf = BytesIO()
         try:
             # Fields the schema lacks are refused: a misspelt field must not vanish silently.
@@ -116,12 +116,15 @@ class AvroCodec:
             if len(self._sources) >= _SOURCE_CACHE_MAX:
                 self._sources.clear()
             source = self._sources[env.source] = (h.SOURCE, env.source.encode())
+        when = env.time
+        if when.tzinfo is None:  # naive: taken as UTC, as the Avro timestamp is
+            when = when.replace(tzinfo=UTC)
         out = [
             _SPEC_HEADER,
             (h.ID, env.id.encode()),
             info.type,
             source,
-            (h.TIME, env.time.isoformat().encode()),
+            (h.TIME, when.isoformat().encode()),
             info.dataschema,
             info.version,
         ]

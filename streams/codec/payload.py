@@ -61,6 +61,14 @@ class Payloads:
         except LookupError as exc:
             raise UnknownSchemaError(f"cannot encode: {exc}", field="type") from None
 
+    def unknown_schema(self, type_: str, version: int) -> UnknownSchemaError:
+        """The error for encoding ``type_``@``version``, which the catalog lacks."""
+        try:
+            self.catalog.get(type_, version)
+        except LookupError as exc:
+            return UnknownSchemaError(f"cannot encode: {exc}", field="type")
+        return UnknownSchemaError(f"cannot encode {type_}@{version}", field="type")
+
     def encode(self, type_: str, version: int, data: Any) -> bytes:
         """Schemaless Avro of ``data``. Raises EncodeError naming the field that does not fit.
 

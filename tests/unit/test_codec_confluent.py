@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,13 @@ def test_another_codec_instance_on_the_same_registry_decodes(
     value, headers = codec.encode(Envelope.new("order.placed", ORDER))
     reader = ConfluentAvroCodec(CATALOG, registry, auto_register=False)
     assert reader.decode(value, headers).data == ORDER
+
+
+def test_a_naive_time_is_taken_as_utc(codec: ConfluentAvroCodec) -> None:
+    naive = datetime(2026, 5, 1, 12, 0, 0, 123456)
+    env = Envelope(type="order.placed", data=ORDER, time=naive)
+    value, headers = codec.encode(env)
+    assert codec.decode(value, headers).time == naive.replace(tzinfo=UTC)
 
 
 def test_bad_input(codec: ConfluentAvroCodec) -> None:
