@@ -10,6 +10,7 @@ picks the broker):
 - ``kafka_io``: ``KafkaIO`` on that broker: produce envelopes, wait for records.
 - ``kafka_container`` (session), ``make_kafka_container``, ``docker_network``: Kafka in
   Docker (``KafkaContainer``), removed after use.
+- ``run_topology``: ``streams run <file>`` in the background for the test's duration.
 
 The same helpers work without pytest: ``KafkaContainer``, ``produce_envelopes``,
 ``wait_for_records``, ``wait_until``.
@@ -34,6 +35,7 @@ from streams.testing.produce import (
     wait_for_envelopes,
 )
 from streams.testing.topics import TopicFactory, unique_topic_name
+from streams.testing.topology_process import TopologyProcess, TopologyProcessError
 from streams.testing.wait import (
     TopicReader,
     WaitTimeoutError,
@@ -51,9 +53,11 @@ __all__ = [
     "KafkaIO",
     "OutputRecord",
     "ProduceError",
-    "TopicFactory",
     "TestDriver",
+    "TopicFactory",
     "TopicReader",
+    "TopologyProcess",
+    "TopologyProcessError",
     "WaitTimeoutError",
     "default_image",
     "describe_record",

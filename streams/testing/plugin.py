@@ -29,18 +29,20 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from testcontainers.core.network import Network
 
-from streams.admin import admin_client
+from streams.admin import admin_client, delete_topics
 from streams.broker import LocalBroker, free_port
 from streams.config import BOOTSTRAP_ENV, external_bootstrap
+from streams.errors import StreamsError
 from streams.testing.container import KafkaContainer, docker_unavailable_reason
 from streams.testing.kafka_io import KafkaIO
 from streams.testing.topics import TopicFactory
+from streams.testing.topology_process import TopologyProcess
 
 MODES = ("external", "container", "local")
 MODE_ENV = "STREAMS_KAFKA"
 REQUIRE_DOCKER_ENV = "STREAMS_REQUIRE_DOCKER"
 
-_BROKER_FIXTURES = {"kafka_bootstrap", "kafka_admin", "make_topic", "kafka_io"}
+_BROKER_FIXTURES = {"kafka_bootstrap", "kafka_admin", "make_topic", "kafka_io", "run_topology"}
 _DOCKER_FIXTURES = {"kafka_container", "make_kafka_container", "docker_network"}
 
 
@@ -228,3 +230,77 @@ def envelope_codec(pytestconfig: pytest.Config) -> Any:
 def kafka_io(kafka_bootstrap: str, envelope_codec: Any) -> KafkaIO:
     """Produce to and wait on the session broker; envelopes go through ``envelope_codec``."""
     return KafkaIO(kafka_bootstrap, codec=envelope_codec)
+
+
+# -- topologies --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def run_topology(request: pytest.FixtureRequest) -> Iterator[Callable[..., TopologyProcess]]:
+    """``run_topology(path, *, app_id=None, bootstrap=None, **settings) -> TopologyProcess``.
+
+    Starts ``streams run <path>`` (relative to the rootdir) in the background against
+    ``bootstrap`` (default: ``kafka_bootstrap``), with ``--set key=value`` for each of
+    ``settings``; returns once the runtime has started (subscribed), or fails the test
+    with the topology's output. After the test it is stopped with SIGTERM; a topology
+    that exits by itself, fails or does not stop cleanly fails the test with its output.
+    The topics it owns (``<app_id>-...``) are deleted after the test when ``app_id`` was
+    given: give each test its own (``unique_topic_name("app")``).
+    """
+    started: list[TopologyProcess] = []
+
+    def run(
+        path: str | Path,
+        *,
+        app_id: str | None = None,
+        bootstrap: str | None = None,
+        **settings: Any,
+    ) -> TopologyProcess:
+        target = bootstrap or request.getfixturevalue("kafka_bootstrap")
+        proc = TopologyProcess(
+            path,
+            target,
+            app_id=app_id,
+            settings={k: str(v) for k, v in settings.items()},
+            cwd=request.config.rootpath,
+        )
+        proc.start()
+        try:
+            # Once started its signal handlers are in place: the SIGTERM after is clean.
+            proc.wait_started()
+        except BaseException:
+            proc.close()  # the failure is the test's; nothing left to report at teardown
+            raise
+        started.append(proc)
+        return proc
+
+    yield run
+    problems = [problem for proc in started if (problem := _stop(proc))]
+    for proc in started:
+        if proc.app_id:
+            _delete_owned_topics(proc.bootstrap, proc.app_id)
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+def _stop(proc: TopologyProcess) -> str | None:
+    """Stop ``proc``; what went wrong with it, or None when it ran and stopped cleanly."""
+    exited_early = not proc.running
+    try:
+        code = proc.stop()
+    except StreamsError as exc:
+        proc.close()
+        return str(exc)
+    output = proc.output(40)
+    proc.close()
+    if exited_early:
+        return f"`streams run {proc.path}` exited with {code} during the test:\n{output}"
+    if code != 0:
+        return f"`streams run {proc.path}` stopped with exit code {code}:\n{output}"
+    return None
+
+
+def _delete_owned_topics(bootstrap: str, app_id: str) -> None:
+    admin = admin_client(bootstrap)
+    owned = [t for t in admin.list_topics(timeout=30).topics if t.startswith(f"{app_id}-")]
+    delete_topics(admin, owned)

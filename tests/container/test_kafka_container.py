@@ -4,6 +4,8 @@ rather than skip without it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import docker  # type: ignore[import-untyped]
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -16,9 +18,11 @@ from streams.testing import (
     KafkaContainer,
     KafkaIO,
     TopicFactory,
+    TopologyProcess,
     unique_topic_name,
     wait_for_records,
 )
+from streams.testing.container import LABEL
 
 
 def order(n: int) -> Envelope:
@@ -112,30 +116,23 @@ def _copy(src: str, dst: str, topic: str, count: int) -> int:
 
 
 def test_containers_reach_each_other_by_network_alias(
-    kafka_container: KafkaContainer,
-    make_kafka_container: object,
-    docker_network: Network,
+    make_kafka_container: object, docker_network: Network
 ) -> None:
-    other: KafkaContainer = make_kafka_container(  # type: ignore[operator]
+    kafka: KafkaContainer = make_kafka_container(  # type: ignore[operator]
         network=docker_network, alias="kafka-other"
     )
-    assert other.internal_bootstrap == "kafka-other:19092"
-    # Kafka's own admin tool, run inside another container on the same network (the
-    # network fixture detaches it again after the test).
-    docker_network.connect(kafka_container.get_container_id())
-    result = kafka_container.exec(
-        [
-            "java",
-            "-cp",
-            "/opt/kafka/libs/*",
-            "org.apache.kafka.tools.ClusterTool",
-            "cluster-id",
-            "--bootstrap-server",
-            other.internal_bootstrap,
-        ]
+    assert kafka.internal_bootstrap == "kafka-other:19092"
+    # Kafka's own admin tool, in a throwaway container on the same network; run() raises
+    # ContainerError (with the tool's output) unless it exits 0.
+    output = docker.from_env().containers.run(
+        kafka.image,
+        entrypoint=["java", "-cp", "/opt/kafka/libs/*", "org.apache.kafka.tools.ClusterTool"],
+        command=["cluster-id", "--bootstrap-server", kafka.internal_bootstrap],
+        network=docker_network.name,
+        labels={LABEL: "tool"},
+        remove=True,
     )
-    assert result.exit_code == 0, result.output.decode(errors="replace")
-    assert b"Cluster ID:" in result.output
+    assert b"Cluster ID:" in output
 
 
 def test_stop_removes_the_container(make_kafka_container: object) -> None:
@@ -147,3 +144,39 @@ def test_stop_removes_the_container(make_kafka_container: object) -> None:
 
     with pytest.raises(docker.errors.NotFound):
         docker.from_env().containers.get(container_id)
+
+
+def test_a_topology_runs_against_the_container(
+    kafka_container: KafkaContainer,
+    container_topics: TopicFactory,
+    run_topology: Callable[..., TopologyProcess],
+    envelope_codec: object,
+) -> None:
+    source = container_topics("orders", partitions=2)
+    app = unique_topic_name("mirror")
+    io = KafkaIO(kafka_container.bootstrap_servers, codec=envelope_codec)
+    try:
+        run_topology(
+            "topology/mirror.py",
+            app_id=app,
+            bootstrap=kafka_container.bootstrap_servers,
+            input=source,
+        )
+        sent = io.produce(source, [order_v2(i) for i in range(20)])
+        got = io.wait_for_envelopes(f"{app}-mirror", 20, timeout=60)
+    finally:
+        container_topics.cleanup()
+    for key in {e.key for e in sent}:
+        assert [e.id for e in got if e.key == key] == [e.id for e in sent if e.key == key]
+
+
+def order_v2(n: int) -> Envelope:
+    line = {"sku": "s", "quantity": 1, "unit_price_cents": 100}
+    data = {
+        "order_id": f"o{n}",
+        "customer_id": f"c{n % 4}",
+        "items": [line],
+        "total_cents": 100,
+        "currency": "EUR",
+    }
+    return Envelope.new("order.placed", data, version=2, key=f"c{n % 4}")
