@@ -19,21 +19,20 @@ from streams.broker import ensure_libs
 from streams.broker.tools import find_java
 from streams.replay import (
     Cluster,
+    dump_plan,
     parse_position_spec,
     plan_from_offsets,
     plan_reset,
     read_plan,
     write_plan,
 )
-from streams.replay.positions import TopicSelection, format_ms
+from streams.replay.positions import Earliest, PositionSpec, TopicSelection, format_ms
 
 _CSV_ROW = re.compile(r'^"?([^",\s]+)"?,(\d+),(\d+)$')  # Jackson quotes long names
 
 
-def kafka_plan(
-    bootstrap: str, group: str, topic: str, *scenario: str
-) -> dict[tuple[str, int], int]:
-    """Kafka's dry-run plan (its ``--export`` CSV) for ``scenario`` options."""
+def kafka_export(bootstrap: str, group: str, topic: str, *scenario: str) -> list[str]:
+    """The CSV lines of Kafka's dry-run plan (``--export``) for ``scenario`` options."""
     cmd = [
         str(find_java()),
         "-cp",
@@ -49,12 +48,20 @@ def kafka_plan(
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if _CSV_ROW.match(line)]
+    assert lines, proc.stdout + proc.stderr  # (it also prints warnings on stdout)
+    return lines
+
+
+def kafka_plan(
+    bootstrap: str, group: str, topic: str, *scenario: str
+) -> dict[tuple[str, int], int]:
+    """Kafka's dry-run plan for ``scenario`` options, per partition."""
     plan = {}
-    for line in proc.stdout.splitlines():  # it also prints warnings on stdout
-        match = _CSV_ROW.match(line.strip())
-        if match:
-            plan[(match.group(1), int(match.group(2)))] = int(match.group(3))
-    assert plan, proc.stdout + proc.stderr
+    for line in kafka_export(bootstrap, group, topic, *scenario):
+        match = _CSV_ROW.match(line)
+        assert match is not None
+        plan[(match.group(1), int(match.group(2)))] = int(match.group(3))
     return plan
 
 
@@ -96,6 +103,14 @@ def test_our_plans_match_kafkas_tool(kafka_bootstrap: str, seeded: Seeded, tmp_p
         assert plan.offsets() == expected, (ours, theirs)
         seen.add(tuple(sorted(expected.items())))
     assert len(seen) >= 8  # the cases exercise genuinely different plans
+
+    # our CSV is Kafka's, line for line
+    ours_csv = dump_plan(
+        plan_reset(cluster, group, [TopicSelection(topic)], PositionSpec(Earliest())).offsets()
+    )
+    assert sorted(ours_csv.splitlines()) == sorted(
+        kafka_export(kafka_bootstrap, group, topic, "--to-earliest")
+    )
 
     # a plan exported by us loads in Kafka's --from-file, and theirs (clamped) in ours
     plan_file = tmp_path / "plan.csv"
