@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -128,6 +129,10 @@ class Cluster:
         while True:
             try:
                 return call()
+            except FutureTimeout as exc:
+                raise ClusterError(
+                    f"cannot reach Kafka at {self.bootstrap} within {self.timeout:g} s ({what})"
+                ) from exc
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
                 if not isinstance(err, KafkaError):
@@ -143,11 +148,17 @@ class Cluster:
                     raise UnknownTopicError(f"{what}: unknown topic or partition") from exc
                 raise ClusterError(f"{what} failed: {err.str() or err.name()}") from exc
 
-    def _results(self, what: str, futures: Mapping[Any, Future[Any]]) -> dict[Any, Any]:
-        return {key: self._result(what, f) for key, f in futures.items()}
+    def _request(
+        self, what: str, submit: Callable[[], Mapping[Any, Future[Any]]]
+    ) -> dict[Any, Any]:
+        """Submit an admin request and wait for all its futures; a retriable error
+        resubmits it (a failed future stays failed), until the deadline."""
 
-    def _result(self, what: str, future: Future[Any]) -> Any:
-        return self._wait(what, lambda: future.result(self.timeout))
+        def attempt() -> dict[Any, Any]:
+            # librdkafka fails the future itself at request_timeout; the margin lets it
+            return {key: f.result(self.timeout + 5) for key, f in submit().items()}
+
+        return self._wait(what, attempt)
 
     def check(self) -> None:
         """Raise ``ClusterError`` unless the cluster answers a metadata request in time."""
@@ -215,13 +226,12 @@ class Cluster:
         isolation = (
             IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
         )
-        futures = self._wait(
+        results = self._request(
             "list offsets",
             lambda: self.admin.list_offsets(
                 request, isolation_level=isolation, request_timeout=self.timeout
             ),
         )
-        results = self._results("list offsets", futures)
         return {(tp.topic, tp.partition): info.offset for tp, info in results.items()}
 
     def committed(self, group: str, partitions: Sequence[TP] | None = None) -> dict[TP, int]:
@@ -230,11 +240,10 @@ class Cluster:
         self.check()
         tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
         request = [ConsumerGroupTopicPartitions(group, tps)]
-        futures = self._wait(
+        result = self._request(
             f"list offsets of group {group!r}",
             lambda: self.admin.list_consumer_group_offsets(request, request_timeout=self.timeout),
-        )
-        result = self._results(f"list offsets of group {group!r}", futures)[group]
+        )[group]
         return {
             (tp.topic, tp.partition): tp.offset
             for tp in result.topic_partitions
@@ -248,11 +257,10 @@ class Cluster:
                 group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
             )
         ]
-        futures = self._wait(
+        result = self._request(
             f"commit offsets of group {group!r}",
             lambda: self.admin.alter_consumer_group_offsets(request, request_timeout=self.timeout),
-        )
-        result = self._results(f"commit offsets of group {group!r}", futures)[group]
+        )[group]
         failed = [tp for tp in result.topic_partitions if tp.error is not None]
         if failed:
             tp = failed[0]
@@ -266,20 +274,19 @@ class Cluster:
     def groups(self) -> list[str]:
         """Every consumer group the cluster knows, sorted."""
         self.check()
-        future = self._wait(
-            "list groups", lambda: self.admin.list_consumer_groups(request_timeout=self.timeout)
-        )
-        result = self._wait("list groups", lambda: future.result(self.timeout))
+        result = self._request(
+            "list groups",
+            lambda: {"all": self.admin.list_consumer_groups(request_timeout=self.timeout)},
+        )["all"]
         return sorted(g.group_id for g in result.valid)
 
     def describe_group(self, group: str) -> GroupInfo:
         """State and members of ``group`` (state ``Dead`` when the cluster does not know it)."""
         self.check()
-        futures = self._wait(
+        desc = self._request(
             f"describe group {group!r}",
             lambda: self.admin.describe_consumer_groups([group], request_timeout=self.timeout),
-        )
-        desc = self._results(f"describe group {group!r}", futures)[group]
+        )[group]
         members = tuple(
             Member(
                 m.member_id,
