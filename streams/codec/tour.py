@@ -70,10 +70,10 @@ def step_schemas(ctx: DemoContext) -> None:
         raise RuntimeError(f"demo: v1 record read as v2 gave {as_v2.data}")
     versions = sum(len(catalog.versions(t)) for t in catalog.types())
     broken = check_catalog(catalog)
+    gate = "compatible" if not broken else f"{len(broken)} incompatibilities"
     ctx.say(
         "schema evolution",
-        f"order.placed v1 ({len(value)} B, headers ce_type/ce_dataversion=1) through {topic}, "
-        f"read by a v2 reader: currency={as_v2.data['currency']!r} from v2's default; "
-        f"`streams schemas check`: {len(catalog.types())} types, {versions} versions, "
-        f"{len(broken)} incompatibilities",
+        f"an order.placed v1 record ({len(value)} B) through {topic}, read as v2: "
+        f"currency={as_v2.data['currency']!r} from v2's default; "
+        f"`streams schemas check`: {len(catalog.types())} types, {versions} versions, {gate}",
     )
