@@ -173,8 +173,11 @@ def test_upcast_must_name_a_version_with_a_predecessor(tmp_path: Path) -> None:
 # -- the CLI gate: the must-show ---------------------------------------------------------
 
 
-def streams_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def streams_cli(*args: str, schemas_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "250"}
+    env.pop("STREAMS_SCHEMAS_DIR", None)
+    if schemas_dir is not None:
+        env["STREAMS_SCHEMAS_DIR"] = str(schemas_dir)
     return subprocess.run(
         [sys.executable, "-m", "streams", *args],
         check=False,
@@ -228,3 +231,13 @@ def test_schemas_list_and_show() -> None:
     missing = streams_cli("schemas", "show", "order.placed@9", "--dir", str(SCHEMAS))
     assert missing.returncode == 1
     assert "known versions: v1, v2" in missing.stderr
+
+
+def test_schemas_dir_from_the_environment(tmp_path: Path) -> None:
+    schemas = Path(shutil.copytree(SCHEMAS, tmp_path / "schemas"))
+    (schemas / "order.placed" / "v3.avsc").write_text(
+        json.dumps(record(f("order_id", "long"), name="OrderPlaced"))
+    )
+    result = streams_cli("schemas", "check", schemas_dir=schemas)
+    assert result.returncode == 1
+    assert "field 'order_id': type changed from string to long" in result.stdout
