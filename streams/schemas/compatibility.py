@@ -184,14 +184,14 @@ class _Checker:
         here = path or "<root>"
         if wk == "union":
             for branch in w:
-                if rk == "union" and not any(self.readable(rb, branch) for rb in r):
-                    yield Problem(here, f"writer's union branch {_describe(branch)} is not in ours")
-                elif rk != "union":
+                if rk != "union":
                     yield from self.check(r, branch, path)
+                elif not any(self.readable(rb, branch) for rb in r):
+                    yield from self._closest(r, branch, path, "writer's union branch")
             return
         if rk == "union":
             if not any(self.readable(rb, w) for rb in r):
-                yield Problem(here, f"writer's type {_describe(w)} is not in our union")
+                yield from self._closest(r, w, path, "writer's type")
             return
         if rk != wk and rk not in _PROMOTIONS.get(wk, set()):
             yield Problem(here, f"type changed from {_describe(w)} to {_describe(r)}")
@@ -202,6 +202,20 @@ class _Checker:
             yield from self.check(r["items"], w["items"], f"{path}[]")
         elif rk == "map":
             yield from self.check(r["values"], w["values"], f"{path}{{}}")
+
+    def _closest(self, union: list[Any], writer: Any, path: str, what: str) -> Iterator[Problem]:
+        """Why no branch of the reader's ``union`` reads ``writer``: the nested problems of
+        the branch of the same kind (and name), so the report names the inner field."""
+        w = self.resolve(writer, self.w_names)
+        w_kind = _kind(w)
+        w_short = str(w["name"]).rpartition(".")[2] if w_kind in _NAMED else None
+        for branch in union:
+            rb = self.resolve(branch, self.r_names)
+            r_short = str(rb["name"]).rpartition(".")[2] if _kind(rb) in _NAMED else None
+            if _kind(rb) == w_kind and r_short == w_short:
+                yield from self.check(rb, w, path)
+                return
+        yield Problem(path or "<root>", f"{what} {_describe(w)} is not in our union")
 
     def _named(self, r: Any, w: Any, kind: str, here: str, path: str) -> Iterator[Problem]:
         r_name, w_name = str(r["name"]), str(w["name"])

@@ -94,6 +94,16 @@ def test_enums_unions_and_names() -> None:
     assert reader_problems({**record(name="New"), "aliases": ["Old"]}, record(name="Old")) == []
 
 
+def test_a_break_inside_an_optional_record_names_the_inner_field() -> None:
+    old = record(f("address", ["null", record(f("city", "string"), name="Address")]))
+    new = record(
+        f("address", ["null", record(f("city", "string"), f("zip", "string"), name="Address")])
+    )
+    (problem,) = reader_problems(new, old)
+    assert problem.field == "address.zip"
+    assert "no default" in problem.reason
+
+
 def test_field_aliases_resolve_renames() -> None:
     old = record(f("customer", "string"))
     assert reader_problems(record(f("buyer", "string", aliases=["customer"])), old) == []
