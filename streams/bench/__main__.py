@@ -13,7 +13,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from streams.bench import bare_client, codec, failures, state
+from streams.bench import bare_client, codec, failures, pipeline, state
 from streams.bench import replay as replay_bench
 from streams.bench.core import BenchContext, Row, peak_rss_mb
 from streams.broker import LocalBroker, free_port
@@ -25,6 +25,7 @@ SECTIONS: dict[str, Callable[[BenchContext], list[Row]]] = {
     "codec": codec.run,
     "state": state.run,
     "failures": failures.run,
+    "pipeline": pipeline.run,
     "replay": replay_bench.run,
 }
 

@@ -103,11 +103,11 @@ class Runtime:
 
     # -- the loop --------------------------------------------------------------------------
     def _loop(self) -> None:
-        consumer, sink, cfg = self._consumer, self._sink, self.config
+        sink, cfg = self._sink, self.config
         process = self._process
         last_commit = last_tick = time.monotonic()
         while not self._stopping:
-            batch = consumer.consume(cfg.batch_size, timeout=cfg.poll_timeout_s)
+            batch = self._next_batch()
             for msg in batch:
                 err = msg.error()
                 if err is not None:
@@ -124,6 +124,19 @@ class Runtime:
                 self._refresh_lag()
                 self._on_tick(self.stats)
                 last_tick = now
+
+    def _next_batch(self) -> list[Message]:
+        """What is already fetched, up to ``batch_size``; when nothing is, wait up to
+        ``poll_timeout_s`` for one record (``consume`` alone would wait for a full batch or
+        the timeout, which adds the timeout to every record's latency at low rates)."""
+        consumer, n = self._consumer, self.config.batch_size
+        batch = consumer.consume(n, timeout=0)
+        if batch:
+            return batch
+        first = consumer.poll(self.config.poll_timeout_s)
+        if first is None:
+            return []
+        return [first, *consumer.consume(n - 1, timeout=0)] if n > 1 else [first]
 
     def _process(self, msg: Message) -> None:
         topic = cast(str, msg.topic())

@@ -18,14 +18,19 @@ def decode_source(
     """The record as ``source.type`` at the source's reader version.
 
     Raises DecodeError (never anything else) for bytes that are not an envelope, a schema
-    the catalog lacks, or an envelope of another type (checked on the headers first, so a
-    stray type is refused before its payload is read)."""
-    found = peek_type(headers)
-    if found is not None and found[0] != source.type:
-        raise UnexpectedTypeError(
-            f"source {source.name!r} reads {source.type}, got a record of {found[0]}@{found[1]}"
-        )
-    env = codec.decode(value, headers, version=source.version)
+    the catalog lacks, or an envelope of another type. The happy path decodes once; the
+    headers are consulted only to explain a failure (a stray type usually fails to resolve
+    to the source's version before its type can be compared)."""
+    try:
+        env = codec.decode(value, headers, version=source.version)
+    except DecodeError:
+        found = peek_type(headers)
+        if found is not None and found[0] != source.type:
+            raise UnexpectedTypeError(
+                f"source {source.name!r} reads {source.type}, "
+                f"got a record of {found[0]}@{found[1]}"
+            ) from None
+        raise
     if env.type != source.type:
         raise UnexpectedTypeError(
             f"source {source.name!r} reads {source.type}, got a record of {env.type}"

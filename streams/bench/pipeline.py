@@ -1,0 +1,249 @@
+"""Section ``pipeline``: the orders topology end to end through the broker.
+
+Figures, all in one run on the same broker and the same input topic:
+
+- throughput of one ``streams run topology/orders.py`` instance (decode, validate, enrich,
+  route, encode, produce, commit after acks) against a bare confluent-kafka
+  consume→produce loop copying the same records (same producer settings): envelopes/s
+  from the first output to the last, watched from outside through the output topics'
+  end offsets, so both are measured the same way;
+- p50/p99 end-to-end latency (input produced → output readable) at a fixed input rate;
+- peak RSS (VmHWM) of the instance and of the bare loop's process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, cast
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from streams.admin import delete_topics
+from streams.bench.core import BenchContext, Row
+from streams.codec import AvroCodec
+from streams.envelope import Envelope
+from streams.runtime import RuntimeConfig
+from streams.runtime.topics import prepare_topics
+from streams.schemas import default_catalog
+from streams.testing.topics import unique_topic_name
+from streams.topology import load_topology
+from streams.topology.loader import import_file
+
+SECTION = "pipeline"
+ORDERS = Path(__file__).resolve().parents[2] / "topology" / "orders.py"
+PARTITIONS = 4
+
+
+def _produce(bootstrap: str, topic: str, envelopes: Iterable[Envelope], codec: AvroCodec) -> int:
+    producer = Producer(RuntimeConfig(bootstrap=bootstrap).producer_config())
+    n = 0
+    for env in envelopes:
+        value, headers = codec.encode(env)
+        while True:
+            try:
+                producer.produce(topic, value, (env.key or "").encode(), headers=cast(Any, headers))
+                break
+            except BufferError:
+                producer.poll(0.05)
+        n += 1
+        if n % 5_000 == 0:
+            producer.poll(0)
+    producer.flush(120)
+    return n
+
+
+def _bare_relay(bootstrap: str, source: str, target: str) -> None:
+    """The ceiling: consume a batch, produce each record unchanged, serve acks; forever."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-bare-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    producer = Producer(RuntimeConfig(bootstrap=bootstrap).producer_config())
+    consumer.subscribe([source])
+    while True:
+        for msg in consumer.consume(1_000, timeout=0.5):
+            if msg.error() is None:
+                producer.produce(target, msg.value(), msg.key(), headers=msg.headers())
+        producer.poll(0)
+
+
+def _end_offsets(consumer: Consumer, topics: list[str]) -> int:
+    total = 0
+    for topic in topics:
+        for p in range(PARTITIONS):
+            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+            total += max(high, 0)
+    return total
+
+
+def _watch(bootstrap: str, topics: list[str], target: int, timeout: float = 600) -> float:
+    """Seconds from the first output record to ``target`` records, seen via end offsets."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watch"})
+    try:
+        deadline = time.monotonic() + timeout
+        first: float | None = None
+        while time.monotonic() < deadline:
+            n = _end_offsets(consumer, topics)
+            now = time.perf_counter()
+            if n and first is None:
+                first = now
+            if n >= target and first is not None:
+                return max(now - first, 1e-6)
+            time.sleep(0.02)  # polling interval of the watcher, not a synchronisation
+        raise RuntimeError(f"only {_end_offsets(consumer, topics)} of {target} outputs arrived")
+    finally:
+        consumer.close()
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _start_instance(ctx: BenchContext, app_id: str, source: str) -> subprocess.Popen[bytes]:
+    """Create the app's output topics (so the watcher sees them from the start), then start
+    ``streams run`` on them."""
+    topology = load_topology(ORDERS, app_id=app_id, params={"input": source})
+    prepare_topics(ctx.admin, topology)
+    bootstrap = ctx.bootstrap
+    cmd = [sys.executable, "-m", "streams", "run", str(ORDERS), "--app-id", app_id]
+    cmd += ["--set", f"input={source}", "--bootstrap", bootstrap, "--no-status"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _throughput(ctx: BenchContext, codec: AvroCodec, orders_mod: Any) -> list[Row]:
+    n = ctx.records
+    source = ctx.topic("pipeline-in", partitions=PARTITIONS)
+    bare_out = ctx.topic("pipeline-bare-out", partitions=PARTITIONS)
+    _produce(ctx.bootstrap, source, orders_mod.sample_orders(n), codec)
+
+    bare = multiprocessing.get_context("fork").Process(
+        target=_bare_relay, args=(ctx.bootstrap, source, bare_out), daemon=True
+    )
+    bare.start()
+    try:
+        t_bare = _watch(ctx.bootstrap, [bare_out], n)
+        bare_rss = _peak_rss_mb(cast(int, bare.pid))
+    finally:
+        bare.kill()
+        bare.join()
+
+    app_id = unique_topic_name("bench-orders")
+    outputs = [f"{app_id}-accepted", f"{app_id}-rejected"]
+    proc = _start_instance(ctx, app_id, source)
+    try:
+        t_pipe = _watch(ctx.bootstrap, outputs, n)
+        rss = _peak_rss_mb(proc.pid)
+    finally:
+        _stop(proc)
+        delete_topics(ctx.admin, outputs)
+    bare_rate, rate = n / t_bare, n / t_pipe
+    return [
+        Row(SECTION, "bare consume→produce loop", bare_rate, "rec/s", note=f"{n:,} records"),
+        Row(
+            SECTION,
+            "orders pipeline (1 instance)",
+            rate,
+            "env/s",
+            baseline=bare_rate,
+            target=0.7,
+            note=f"{n:,} orders, {PARTITIONS} partitions, at-least-once",
+        ),
+        Row(SECTION, "peak RSS of the instance", rss, "MB", note=f"bare loop: {bare_rss:.0f} MB"),
+    ]
+
+
+def _latency(ctx: BenchContext, codec: AvroCodec, orders_mod: Any) -> list[Row]:
+    rate, seconds = 500, (4 if ctx.quick else 10)
+    source = ctx.topic("pipeline-lat-in", partitions=PARTITIONS)
+    app_id = unique_topic_name("bench-orders-lat")
+    outputs = [f"{app_id}-accepted", f"{app_id}-rejected"]
+    proc = _start_instance(ctx, app_id, source)
+    reader = Consumer(
+        {
+            "bootstrap.servers": ctx.bootstrap,
+            "group.id": f"bench-lat-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 5,
+            "topic.metadata.refresh.interval.ms": 1_000,
+        }
+    )
+    try:
+        # Warm up: the instance has joined its group once its first output is readable.
+        warm = list(orders_mod.sample_orders(20, seed=1))
+        _produce(ctx.bootstrap, source, warm, codec)
+        _watch(ctx.bootstrap, outputs, len(warm), timeout=120)
+        reader.subscribe(outputs)
+        producer = Producer(
+            {**RuntimeConfig(bootstrap=ctx.bootstrap).producer_config(), "linger.ms": 0}
+        )
+        sent: dict[str, float] = {}
+        latencies: list[float] = []
+        orders = list(orders_mod.sample_orders(rate * seconds, seed=2))
+        start = time.perf_counter()
+        for i, env in enumerate(orders):
+            due = start + i / rate
+            while (now := time.perf_counter()) < due:
+                for msg in reader.consume(100, timeout=min(due - now, 0.005)):
+                    _record_latency(msg, codec, sent, latencies)
+            value, headers = codec.encode(env)
+            sent[env.id] = time.perf_counter()
+            producer.produce(source, value, (env.key or "").encode(), headers=cast(Any, headers))
+            producer.poll(0)
+        producer.flush(30)
+        deadline = time.monotonic() + 60
+        while len(latencies) < len(orders) and time.monotonic() < deadline:
+            for msg in reader.consume(500, timeout=0.2):
+                _record_latency(msg, codec, sent, latencies)
+    finally:
+        reader.close()
+        _stop(proc)
+        delete_topics(ctx.admin, outputs)
+    latencies.sort()
+    if not latencies:
+        raise RuntimeError("no output arrived in the latency run")
+    note = f"{rate}/s for {seconds} s, {len(latencies):,} samples"
+    return [
+        Row(SECTION, "end-to-end latency p50", _pct(latencies, 0.50), "ms", note=note),
+        Row(SECTION, "end-to-end latency p99", _pct(latencies, 0.99), "ms", note=note),
+    ]
+
+
+def _record_latency(msg: Any, codec: AvroCodec, sent: dict[str, float], out: list[float]) -> None:
+    if msg.error() is not None:
+        return
+    env = codec.decode(msg.value(), msg.headers())
+    t0 = sent.pop(env.causation_id or "", None)
+    if t0 is not None:
+        out.append((time.perf_counter() - t0) * 1000)
+
+
+def _pct(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(int(q * len(sorted_values)), len(sorted_values) - 1)]
+
+
+def run(ctx: BenchContext) -> list[Row]:
+    codec = AvroCodec(default_catalog())
+    orders_mod = import_file(ORDERS)
+    return _throughput(ctx, codec, orders_mod) + _latency(ctx, codec, orders_mod)
