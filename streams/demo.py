@@ -20,6 +20,7 @@ from streams.codec.tour import step_schemas
 from streams.config import external_bootstrap
 from streams.failures.tour import step_failures
 from streams.replay.tour import step_replay
+from streams.runtime.tour import step_topology
 from streams.state.tour import step_state
 
 
@@ -103,6 +104,7 @@ def _step_round_trip(ctx: DemoContext) -> None:
 STEPS: list[Callable[[DemoContext], None]] = [
     _step_round_trip,
     step_schemas,
+    step_topology,
     step_failures,
     step_state,
     step_replay,
