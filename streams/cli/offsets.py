@@ -60,7 +60,7 @@ def show(
         table.add_column(col, justify="right" if col not in {"topic", "member"} else "left")
     for p in offsets.partitions:
         table.add_row(
-            p.topic, str(p.partition), _dash(p.committed), f"{p.log_end:,}", _dash(p.lag),
+            p.topic, str(p.partition), _dash(p.committed), _dash(p.log_end), _dash(p.lag),
             p.member or "-",
         )  # fmt: skip
     console.print(table)

@@ -194,6 +194,12 @@ class Cluster:
             raise ClusterError(f"cannot describe topic {topic!r}: {info.error.str()}")
         return sorted(info.partitions)
 
+    def topics(self) -> set[str]:
+        """The names of every topic in the cluster."""
+        self.check()
+        md = self._wait("list topics", lambda: self.admin.list_topics(timeout=self.timeout))
+        return set(md.topics)
+
     def select(self, selection: TopicSelection) -> list[int]:
         """The partitions a selection names, checked to exist. Raises ``UnknownTopicError``."""
         existing = self.partitions(selection.topic)

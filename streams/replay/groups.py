@@ -147,12 +147,14 @@ class PartitionOffsets:
     topic: str
     partition: int
     committed: int | None
-    log_end: int
+    log_end: int | None  # None: the topic no longer exists
     member: str | None
 
     @property
     def lag(self) -> int | None:
-        return None if self.committed is None else max(self.log_end - self.committed, 0)
+        if self.committed is None or self.log_end is None:
+            return None
+        return max(self.log_end - self.committed, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,9 +210,10 @@ def group_offsets(cluster: Cluster, group: str) -> GroupOffsets:
         raise UnknownGroupError(f"consumer group {group!r} does not exist")
     owner = {tp: m.client_id or m.member_id for m in info.members for tp in m.partitions}
     tps = sorted(set(committed) | set(owner))
-    ends = cluster.list_offsets(tps, "latest")
+    existing = cluster.topics()  # commits may outlive their topic: shown without a log end
+    ends = cluster.list_offsets([tp for tp in tps if tp[0] in existing], "latest")
     rows = tuple(
-        PartitionOffsets(t, p, committed.get((t, p)), ends[(t, p)], owner.get((t, p)))
+        PartitionOffsets(t, p, committed.get((t, p)), ends.get((t, p)), owner.get((t, p)))
         for t, p in tps
     )
     return GroupOffsets(group, info.state, info.members, rows)

@@ -52,12 +52,15 @@ def lag(cluster: Cluster, groups: Sequence[str] | None = None) -> list[TopicLag]
         commits[name] = cluster.committed(name)
         if groups and not infos[name].exists and not commits[name]:
             raise UnknownGroupError(f"consumer group {name!r} does not exist")
-    everything = sorted({tp for c in commits.values() for tp in c})
+    existing = cluster.topics()  # a group may hold commits for a deleted topic: skip those
+    everything = sorted({tp for c in commits.values() for tp in c if tp[0] in existing})
     ends = cluster.list_offsets(everything, "latest")
     rows = []
     for name in names:
         per_topic: dict[str, list[int]] = {}
         for (topic, partition), committed in commits[name].items():
+            if topic not in existing:
+                continue
             per_topic.setdefault(topic, []).append(max(ends[(topic, partition)] - committed, 0))
         info = infos[name]
         for topic, lags in sorted(per_topic.items()):

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 
 from confluent_kafka.admin import AdminClient
 from test_offsets_cli import streams
 from test_replay_seed import seed
 
-from streams.replay import Cluster
+from streams.admin import delete_topics
+from streams.replay import Cluster, group_offsets
 from streams.replay.lag import lag
 
 
@@ -36,3 +38,20 @@ def test_lag_per_group_and_topic_and_the_threshold_exit(
     above = streams(kafka_bootstrap, "lag", "--group", group, "--threshold", "13")
     assert above.returncode == 3
     assert f"worst {group}/{seeded.topic} at 14" in above.stderr
+
+
+def test_commits_outliving_their_topic_do_not_break_lag_or_show(
+    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: Callable[..., str]
+) -> None:
+    kept, gone = make_topic("kept", partitions=1), make_topic("gone", partitions=1)
+    group = f"g-{kept}"
+    cluster = Cluster(kafka_bootstrap)
+    cluster.alter_committed(group, {(kept, 0): 0, (gone, 0): 0})
+    delete_topics(kafka_admin, [gone])
+    deadline = time.monotonic() + 30
+    while gone in cluster.topics():
+        assert time.monotonic() < deadline, "the topic was never deleted"
+        time.sleep(0.2)  # polling the cluster's metadata until the deletion shows
+    assert [(r.topic, r.lag) for r in lag(cluster, [group])] == [(kept, 0)]
+    rows = {p.topic: (p.log_end, p.lag) for p in group_offsets(cluster, group).partitions}
+    assert rows == {kept: (0, 0), gone: (None, None)}
