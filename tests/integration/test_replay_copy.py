@@ -133,3 +133,48 @@ def test_a_copy_the_target_refuses_fails_the_replay(
     plan = plan_replay(cluster, TopicSelection(source), parse_position_spec("0"))
     with pytest.raises(CopyError, match="not acknowledged"):
         replay(cluster, plan, target)
+
+
+def java_partition(key: bytes, partitions: int) -> int:
+    """Kafka's default partitioner for a keyed record: murmur2, made positive, modulo."""
+    m, length = 0x5BD1E995, len(key)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(key[i : i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> 24
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = key[length - length % 4 :]
+    if tail:
+        for shift, byte in reversed(list(enumerate(tail))):
+            h ^= byte << (8 * shift)
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return (h & 0x7FFFFFFF) % partitions
+
+
+def test_copies_go_where_a_java_producer_puts_their_key_and_can_keep_timestamps(
+    kafka_bootstrap: str, seeded: Seeded, make_topic: Callable[..., str]
+) -> None:
+    cluster = Cluster(kafka_bootstrap)
+    target = make_topic("target", partitions=3)
+    plan = plan_replay(cluster, TopicSelection(seeded.topic), parse_position_spec("earliest"))
+    assert replay(cluster, plan, target, keep_timestamps=True).copied == 32
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": "check"})
+    consumer.assign([TopicPartition(target, p, OFFSET_BEGINNING) for p in range(3)])
+    original = {key: ts for recs in seeded.records.values() for _o, ts, key, _t in recs}
+    seen: dict[bytes, tuple[int, int, bytes]] = {}
+    deadline = time.monotonic() + 30
+    while len(seen) < 32:
+        assert time.monotonic() < deadline, f"read {len(seen)} of 32 copies"
+        for msg in consumer.consume(100, timeout=0.5):
+            headers = dict(msg.headers() or [])
+            seen[msg.key()] = (msg.partition(), msg.timestamp()[1],
+                               headers["streams.replay.original_timestamp"])  # fmt: skip
+    consumer.close()
+    for key, (partition, ts, header) in seen.items():
+        assert partition == java_partition(key, 3)
+        assert ts == original[key] and header == str(original[key]).encode()
