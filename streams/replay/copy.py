@@ -269,6 +269,8 @@ class _Copier:
                 consumer.incremental_unassign(finished)
             if producer is not None:
                 producer.poll(0)  # serve delivery reports
+                if self.acks.failed:
+                    return  # stop copying: ``replay`` flushes, then raises CopyError
             if progress is not None and consumed:
                 progress(consumed)
 
