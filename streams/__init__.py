@@ -16,8 +16,17 @@ from streams.replay import (
     plan_replay,
     plan_reset,
 )
+from streams.runtime import Runtime, RuntimeConfig
 from streams.schemas import CompatibilityMode, SchemaCatalog, default_catalog
 from streams.state import ChangelogStore, Dedup, MemoryBackend, RocksDBBackend
+from streams.topology import (
+    ErrorAction,
+    ProcessorContext,
+    Topology,
+    TopologyBuilder,
+    load_topology,
+    owned,
+)
 
 __all__ = [
     "AvroCodec",
@@ -29,19 +38,27 @@ __all__ = [
     "Dedup",
     "EncodeError",
     "Envelope",
+    "ErrorAction",
     "MemoryBackend",
+    "ProcessorContext",
     "ReplayError",
     "ReplayPlan",
     "ResetPlan",
     "RetryPolicy",
     "RocksDBBackend",
+    "Runtime",
+    "RuntimeConfig",
     "SchemaCatalog",
+    "Topology",
+    "TopologyBuilder",
     "Upcasters",
     "Verdict",
     "configure_logging",
     "default_catalog",
     "execute_reset",
     "group_offsets",
+    "load_topology",
+    "owned",
     "plan_replay",
     "plan_reset",
 ]

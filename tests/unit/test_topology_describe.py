@@ -48,3 +48,10 @@ def test_cli_describe_of_a_broken_file_fails_with_one_line(tmp_path: Path) -> No
     result = CliRunner().invoke(app, ["describe", str(bad)])
     assert result.exit_code != 0
     assert "exposes no topology" in str(result.exception)
+
+
+def test_cli_run_and_describe_refuse_a_malformed_set() -> None:
+    for command in ("run", "describe"):
+        result = CliRunner().invoke(app, [command, str(ORDERS), "--set", "oops"])
+        assert result.exit_code != 0
+        assert "--set expects KEY=VALUE, got 'oops'" in str(result.exception)
