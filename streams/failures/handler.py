@@ -161,9 +161,11 @@ class FailureHandler:
 
         After a crash, state and offsets may disagree; the answers keep the records of a
         key moving, in order, at least once: an input record that heads its key (its
-        retry copy may be lost) is processed again; one already parked is skipped; a
-        retry copy that no longer heads its key is skipped, unless its key's head was
-        released and in hand when the process died: that head is processed again.
+        retry copy may be lost) is processed again; one already parked is skipped; one
+        its key moved past (settled before the head failed) is processed again outside
+        the waiting room, dead-lettered at once if it fails; a retry copy that no longer
+        heads its key is skipped, unless its key's head was released and in hand when
+        the process died: that head is processed again.
         """
         key = record.key
         if key is None or not self.policy.ordered:
@@ -185,6 +187,11 @@ class FailureHandler:
                 return Admission(Decision.PROCESS, record)
             if head.position == record.position:
                 room.failed(key, _parked(record, record.position, record.headers))
+                return Admission(Decision.PROCESS, record)
+            if head.position.offset > record.position.offset:
+                # Settled before its key's head failed (the state is ahead of the committed
+                # offsets): process it again, outside the waiting room, in case its writes
+                # were lost; it cannot wait behind a record that came after it.
                 return Admission(Decision.PROCESS, record)
             if any(p.position == record.position for p in room.parked(key)):
                 return Admission(Decision.SKIP)
@@ -223,6 +230,9 @@ class FailureHandler:
         """
         info = parse_failure_headers(record.headers)
         router = self.router if policy is None else FailureRouter(self.app_id, policy)
+        detached = self._detached(record, info)
+        if detached:  # settled once already: no retries that would reorder its key
+            router = FailureRouter(self.app_id, RetryPolicy.no_retries())
         failed = FailedRecord(
             record.key, record.value, record.headers, record.position, record.timestamp
         )
@@ -230,12 +240,21 @@ class FailureHandler:
         self.metrics.routed(route)
         if route.dead_letter:
             return route, self._settle(record, info)
-        if self.policy.ordered and record.key is not None:
+        if self.policy.ordered and record.key is not None and not detached:
             origin = route.info.origin
             self.room(origin.topic, origin.partition).failed(
                 record.key, _parked(record, origin, route.headers)
             )
         return route, None
+
+    def _detached(self, record: RecordLike, info: FailureInfo | None) -> bool:
+        """An input record read again after its key moved past it (see ``on_record``)."""
+        if info is not None or record.key is None or not self.policy.ordered:
+            return False
+        position = record.position
+        room = self._rooms.get((position.topic, position.partition))
+        head = room.head(record.key) if room is not None else None
+        return head is not None and head.position.offset > position.offset
 
     def _settle(self, record: RecordLike, info: FailureInfo | None) -> ParkedRecord | None:
         if not self.policy.ordered or record.key is None:
