@@ -21,6 +21,11 @@ none blocking or doing I/O (the runtime writes the returned routes through its p
 4. ``revoked(partitions)`` on rebalance: drops the rooms of those input partitions (their
    state moves with the store partition) and the retry-tier holds.
 
+Durability, in this order: every write (outputs, retry and DLQ records) acknowledged,
+then the waiting-room store flushed to its changelog, then the input offsets committed.
+State may then be ahead of the committed offsets after a crash, never ahead of the
+writes; ``on_record`` sorts out the records read again (property-tested over crashes).
+
 Records read from a retry tier carry their source in their error headers:
 ``origin_topic(record)`` names the input topic whose processors must run, and
 ``clean_headers(record)`` gives the headers to decode (error headers removed).
