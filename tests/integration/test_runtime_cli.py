@@ -1,0 +1,78 @@
+"""`streams run` as users start it: several instances from one command, clear errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, cast
+
+from confluent_kafka.admin import AdminClient
+
+from streams.codec import AvroCodec
+from streams.schemas import default_catalog
+from streams.testing import TopicFactory, TopicReader, produce_envelopes, wait_until
+from streams.testing.topics import unique_topic_name
+from streams.topology.loader import import_file
+
+ORDERS = Path(__file__).resolve().parents[2] / "topology" / "orders.py"
+
+
+def streams_run(*args: str) -> list[str]:
+    return [sys.executable, "-m", "streams", "run", str(ORDERS), "--no-status", *args]
+
+
+def test_instances_share_one_group_and_stop_together_on_sigterm(
+    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: TopicFactory
+) -> None:
+    source = make_topic("cli-orders", partitions=4)
+    app_id = unique_topic_name("cli")
+    codec = AvroCodec(default_catalog())
+    orders = list(import_file(ORDERS).sample_orders(200))
+    produce_envelopes(kafka_bootstrap, source, orders, codec)
+    cmd = streams_run("--app-id", app_id, "--set", f"input={source}", "-b", kafka_bootstrap)
+    parent = subprocess.Popen([*cmd, "--instances", "2"], stderr=subprocess.PIPE)
+    try:
+
+        def members() -> int:
+            group = kafka_admin.describe_consumer_groups([app_id])[app_id].result(timeout=10)
+            return len(group.members)
+
+        wait_until(lambda: members() == 2, 60, what="two members in the group")
+        readers = [TopicReader(kafka_bootstrap, f"{app_id}-{s}") for s in ("accepted", "rejected")]
+        try:
+
+            def routed() -> bool:
+                for r in readers:
+                    r.poll(0.2)
+                return sum(len(r.records) for r in readers) >= len(orders)
+
+            wait_until(routed, 60, what="every order routed")
+            seen = [
+                codec.decode(m.value(), cast(Any, m.headers())).data["order_id"]
+                for r in readers
+                for m in r.records
+            ]
+        finally:
+            for r in readers:
+                r.close()
+        assert sorted(set(seen)) == sorted(o.data["order_id"] for o in orders)
+        parent.send_signal(signal.SIGTERM)
+        assert parent.wait(60) == 0
+        wait_until(lambda: members() == 0, 30, what="the group to be empty")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+
+
+def test_a_missing_source_topic_is_one_line_on_stderr_and_exit_1(kafka_bootstrap: str) -> None:
+    missing = unique_topic_name("missing")
+    cmd = streams_run("--set", f"input={missing}", "-b", kafka_bootstrap)
+    result = subprocess.run(cmd, capture_output=True, timeout=60, env={**os.environ}, check=False)
+    assert result.returncode == 1
+    err = result.stderr.decode()
+    assert f"reads topic '{missing}', which does not exist" in err
+    assert "Traceback" not in err
