@@ -27,8 +27,7 @@ def decode_source(
         found = peek_type(headers)
         if found is not None and found[0] != source.type:
             raise UnexpectedTypeError(
-                f"source {source.name!r} reads {source.type}, "
-                f"got a record of {found[0]}@{found[1]}"
+                f"source {source.name!r} reads {source.type}, got a record of {found[0]}@{found[1]}"
             ) from None
         raise
     if env.type != source.type:
