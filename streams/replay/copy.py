@@ -16,8 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
@@ -85,16 +84,15 @@ class ReplayResult:
 
 @dataclass(slots=True)
 class _Acks:
-    """Delivery reports of the copy: one bound method for every record (no closure each)."""
+    """Failed deliveries of the copy. The producer reports only errors
+    (``delivery.report.only.error``), so a success costs no Python call; a copy is
+    acknowledged when ``flush`` returns with nothing left and nothing failed."""
 
-    acked: int = 0
     failed: int = 0
     first_error: str | None = None
-    by_partition: dict[int, int] = field(default_factory=dict)
 
     def __call__(self, err: KafkaError | None, msg: Message) -> None:
         if err is None:
-            self.acked += 1
             return
         self.failed += 1
         if self.first_error is None:
@@ -141,10 +139,12 @@ def _consumer(bootstrap: str, timeout: float) -> Consumer:
     )
 
 
-def _producer(bootstrap: str, timeout: float) -> Producer:
+def _producer(bootstrap: str, timeout: float, acks: _Acks) -> Producer:
     return Producer(
         {
             **client_config(bootstrap, timeout),
+            "on_delivery": acks,
+            "delivery.report.only.error": True,
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 20,
@@ -190,8 +190,9 @@ def replay(
         return result
     started = time.perf_counter()
     consumer = _consumer(cluster.bootstrap, cluster.timeout)
-    producer = None if dry_run else _producer(cluster.bootstrap, cluster.timeout)
-    copier = _Copier(plan.topic, into or "", producer, flt, keep_partition, keep_timestamps)
+    acks = _Acks()
+    producer = None if dry_run else _producer(cluster.bootstrap, cluster.timeout, acks)
+    copier = _Copier(plan.topic, into or "", producer, flt, keep_partition, keep_timestamps, acks)
     try:
         consumer.incremental_assign(
             [TopicPartition(plan.topic, p, r.start) for p, r in todo.items()]
@@ -201,7 +202,6 @@ def replay(
         consumer.close()
         if producer is not None:
             left = producer.flush(flush_timeout)
-            acks = copier.acks
             if left or acks.failed:
                 raise CopyError(
                     f"{acks.failed + left} of {result.copied} copies into {into!r} were not "
@@ -221,7 +221,7 @@ class _Copier:
     flt: RecordFilter
     keep_partition: bool
     keep_timestamps: bool
-    acks: _Acks = field(default_factory=_Acks)
+    acks: _Acks
 
     def run(
         self,
@@ -278,20 +278,17 @@ class _Copier:
         self, producer: Producer, msg: Message, partition: int, offset: int, headers: Headers
     ) -> None:
         ts = msg.timestamp()[1]
-        out_headers = [
-            *(headers or ()),
-            (REPLAY_HEADER, f"{self.topic}/{partition}/{offset}".encode()),
-            (REPLAY_TIMESTAMP_HEADER, str(ts).encode()),
-        ]
-        kwargs: dict[str, Any] = {"key": msg.key(), "value": msg.value(),
-                                  "headers": out_headers, "on_delivery": self.acks}  # fmt: skip
-        if self.keep_partition:
-            kwargs["partition"] = partition
-        if self.keep_timestamps and ts > 0:
-            kwargs["timestamp"] = ts
+        out: list[tuple[str, str | bytes | None]] = list(headers) if headers else []
+        out.append((REPLAY_HEADER, f"{self.topic}/{partition}/{offset}".encode()))
+        out.append((REPLAY_TIMESTAMP_HEADER, str(ts).encode()))
+        # -1: the partitioner picks (by key); 0: the broker's clock stamps the copy
+        to_partition = partition if self.keep_partition else -1
+        stamp = ts if self.keep_timestamps and ts > 0 else 0
+        key, value, into = msg.key(), msg.value(), self.into
         while True:
             try:
-                producer.produce(self.into, **kwargs)
+                producer.produce(into, value, key, partition=to_partition, timestamp=stamp,
+                                 headers=out)  # fmt: skip
                 return
             except BufferError:  # the local queue is full: wait for deliveries to drain
                 producer.poll(0.1)
