@@ -6,7 +6,8 @@ Figures, all in one run on the same broker and the same input topic:
   route, encode, produce, commit after acks) against a bare confluent-kafka
   consume→produce loop copying the same records (same producer settings): envelopes/s
   from the first output to the last, watched from outside through the output topics'
-  end offsets, so both are measured the same way;
+  end offsets, so both are measured the same way; and of ``topology/mirror.py`` (decode
+  and re-encode, no user code), to show what the runtime and codec alone cost;
 - p50/p99 end-to-end latency (input produced → output readable) at a fixed input rate;
 - peak RSS (VmHWM) of the instance and of the bare loop's process.
 """
@@ -38,6 +39,7 @@ from streams.topology.loader import import_file
 
 SECTION = "pipeline"
 ORDERS = Path(__file__).resolve().parents[2] / "topology" / "orders.py"
+MIRROR = ORDERS.with_name("mirror.py")
 PARTITIONS = 4
 
 
@@ -112,13 +114,15 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def _start_instance(ctx: BenchContext, app_id: str, source: str) -> subprocess.Popen[bytes]:
+def _start_instance(
+    ctx: BenchContext, app_id: str, source: str, path: Path = ORDERS
+) -> subprocess.Popen[bytes]:
     """Create the app's output topics (so the watcher sees them from the start), then start
     ``streams run`` on them."""
-    topology = load_topology(ORDERS, app_id=app_id, params={"input": source})
+    topology = load_topology(path, app_id=app_id, params={"input": source})
     prepare_topics(ctx.admin, topology)
     bootstrap = ctx.bootstrap
-    cmd = [sys.executable, "-m", "streams", "run", str(ORDERS), "--app-id", app_id]
+    cmd = [sys.executable, "-m", "streams", "run", str(path), "--app-id", app_id]
     cmd += ["--set", f"input={source}", "--bootstrap", bootstrap, "--no-status"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -158,6 +162,14 @@ def _throughput(ctx: BenchContext, codec: AvroCodec, orders_mod: Any) -> list[Ro
     finally:
         _stop(proc)
         delete_topics(ctx.admin, outputs)
+    mirror_app = unique_topic_name("bench-mirror")
+    mirror_out = [f"{mirror_app}-mirror"]
+    proc = _start_instance(ctx, mirror_app, source, MIRROR)
+    try:
+        t_mirror = _watch(ctx.bootstrap, mirror_out, n)
+    finally:
+        _stop(proc)
+        delete_topics(ctx.admin, mirror_out)
     bare_rate, rate = n / t_bare, n / t_pipe
     return [
         Row(SECTION, "bare consume→produce loop", bare_rate, "rec/s", note=f"{n:,} records"),
@@ -169,6 +181,14 @@ def _throughput(ctx: BenchContext, codec: AvroCodec, orders_mod: Any) -> list[Ro
             baseline=bare_rate,
             target=0.7,
             note=f"{n:,} orders, {PARTITIONS} partitions, at-least-once",
+        ),
+        Row(
+            SECTION,
+            "mirror topology (decode, encode)",
+            n / t_mirror,
+            "env/s",
+            baseline=bare_rate,
+            note="no user code: the runtime and codec alone",
         ),
         Row(SECTION, "peak RSS of the instance", rss, "MB", note=f"bare loop: {bare_rss:.0f} MB"),
     ]
