@@ -8,11 +8,13 @@
 - ``parked``: waiting-room entries as bytes, and the room kept in a state-store transaction.
 - ``retry_consumer``: ``RetryGate``, due-time waits by seek and pause, no sleeping.
 - ``metrics``: counters and the WARNING per dead-lettered record.
+- ``crash_guard``: ``CrashGuard``, records that kill the process every time, to the DLQ.
 - ``handler``: ``FailureHandler``, the four calls a runtime makes (record, success,
   failure, revoke) composing all of the above.
 - ``dlq``: read, summarise, show and replay a DLQ (``streams dlq``).
 """
 
+from streams.failures.crash_guard import CrashGuard
 from streams.failures.dlq import (
     DeadLetter,
     DlqContents,
@@ -30,6 +32,7 @@ from streams.failures.errors import (
     FailureHeaderError,
     FailureRoutingError,
     FailureTopicError,
+    PoisonRecordError,
     RetryPolicyError,
 )
 from streams.failures.handler import Admission, Decision, FailureHandler
@@ -44,6 +47,7 @@ from streams.failures.waiting import WaitingRoom
 
 __all__ = [
     "Admission",
+    "CrashGuard",
     "DeadLetter",
     "Decision",
     "DlqContents",
@@ -60,6 +64,7 @@ __all__ = [
     "FailureTopicError",
     "FailureTopics",
     "ParkedRecord",
+    "PoisonRecordError",
     "ReplayPlan",
     "RetryGate",
     "RetryPolicy",
