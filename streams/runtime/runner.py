@@ -95,6 +95,9 @@ class Runtime:
         failure: BaseException | None = None
         try:
             self._loop()
+        except KafkaException as exc:  # a client error the loop did not expect
+            failure = exc
+            raise RuntimeFailure(f"Kafka client error: {exc.args[0]}") from exc
         except BaseException as exc:
             failure = exc
             raise

@@ -22,7 +22,7 @@ from streams.envelope import Envelope
 from streams.errors import StreamsError
 from streams.topology.context import RecordMeta
 from streams.topology.decoding import decode_source
-from streams.topology.nodes import SinkNode
+from streams.topology.nodes import SinkNode, SourceNode
 from streams.topology.partitioning import partition_for
 from streams.topology.plan import Plan
 from streams.topology.policy import (
@@ -132,6 +132,7 @@ class TestDriver:
         timestamp_ms: int | None = None,
     ) -> None:
         """Process ``envelopes`` read from ``topic``, one by one, before returning."""
+        self._source(topic)
         items = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
         for env in items:
             key = env.key.encode() if env.key is not None else None
@@ -175,9 +176,7 @@ class TestDriver:
             partition=partition,
             timestamp_ms=timestamp_ms,
         )
-        source = self._plan.sources.get(topic)
-        if source is None:
-            raise StreamsError(f"topology {self.topology.app_id!r} does not read {topic!r}")
+        source = self._source(topic)
         if self.codec is None:
             raise StreamsError("pipe_raw needs a codec")
         try:
@@ -213,6 +212,12 @@ class TestDriver:
         self.close()
 
     # -- internals -----------------------------------------------------------------------
+    def _source(self, topic: str) -> SourceNode:
+        source = self._plan.sources.get(topic)
+        if source is None:
+            raise StreamsError(f"topology {self.topology.app_id!r} does not read {topic!r}")
+        return source
+
     def partitions(self, topic: str) -> int:
         if isinstance(self._partitions, int):
             return self._partitions

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from streams.topology.names import Owned, TopicRef, resolve_topic
+from streams.topology.errors import TopologyError
+from streams.topology.names import Owned, TopicRef, check_app_id, resolve_topic
 from streams.topology.nodes import Node, SinkNode, SourceNode, StepNode
 from streams.topology.policy import ErrorPolicy
 
@@ -47,7 +48,11 @@ class Topology:
         self._children = children
 
     def with_app_id(self, app_id: str) -> Topology:
-        """The same topology under another app id (group id and owned topic names change)."""
+        """The same topology under another app id (group id and owned topic names change).
+        Raises TopologyError for an app id that cannot name a group and topics."""
+        problem = check_app_id(app_id)
+        if problem:
+            raise TopologyError(problem)
         return Topology(app_id, self.nodes, on_error=self.on_error, description=self.description)
 
     def children(self, node: str) -> dict[str, list[str]]:

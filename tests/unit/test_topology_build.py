@@ -152,3 +152,8 @@ def test_a_module_level_topology_object_is_found(tmp_path: Path) -> None:
     )
     t = load_topology(f, app_id="other")
     assert (t.app_id, t.topics_written) == ("other", ["other-out"])
+
+
+def test_an_app_id_that_cannot_name_topics_is_refused_on_load() -> None:
+    with pytest.raises(TopologyError, match="may only use letters"):
+        load_topology(ROOT / "topology" / "orders.py", app_id="my shop")
