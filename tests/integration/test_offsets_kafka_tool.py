@@ -21,6 +21,7 @@ from streams.replay import (
     Cluster,
     dump_plan,
     parse_position_spec,
+    parse_topic_selection,
     plan_from_offsets,
     plan_reset,
     read_plan,
@@ -103,6 +104,12 @@ def test_our_plans_match_kafkas_tool(kafka_bootstrap: str, seeded: Seeded, tmp_p
         assert plan.offsets() == expected, (ours, theirs)
         seen.add(tuple(sorted(expected.items())))
     assert len(seen) >= 8  # the cases exercise genuinely different plans
+
+    # some partitions only, as topic:0,3 (Kafka's --topic takes the same form)
+    some = plan_reset(cluster, group, [parse_topic_selection(f"{topic}:0,3")],
+                      parse_position_spec("-2"))  # fmt: skip
+    assert some.offsets() == kafka_plan(kafka_bootstrap, group, f"{topic}:0,3", "--shift-by", "-2")
+    assert some.offsets() == {(topic, 0): 4, (topic, 3): 3}
 
     # our CSV is Kafka's, line for line
     ours_csv = dump_plan(
