@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
+from typer.testing import CliRunner, Result
+
+from streams.cli import app
 
 
-def streams(*args: str) -> subprocess.CompletedProcess[str]:
+def streams(*args: str) -> Result:
     # A port nothing listens on: these must fail before any connection is tried.
-    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "streams", "dlq", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
+    return CliRunner().invoke(
+        app, ["dlq", *args], env={"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "COLUMNS": "200"}
     )
 
 
@@ -33,7 +26,7 @@ def streams(*args: str) -> subprocess.CompletedProcess[str]:
 )
 def test_bad_selections_are_one_line_errors(args: list[str], message: str) -> None:
     result = streams(*args)
-    assert result.returncode == 1
+    assert result.exit_code == 1
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -41,6 +34,6 @@ def test_bad_selections_are_one_line_errors(args: list[str], message: str) -> No
 
 def test_help_names_the_dry_run_default() -> None:
     result = streams("replay", "--help")
-    assert result.returncode == 0
+    assert result.exit_code == 0
     assert "--execute" in result.stdout
     assert "dry run" in result.stdout
