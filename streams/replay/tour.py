@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def step_replay(ctx: DemoContext) -> None:
-    source, target = ctx.topic("orders"), ctx.topic("orders-replayed")
+    source, target = ctx.topic("replay-history"), ctx.topic("replay-copies")
     admin = admin_client(ctx.bootstrap)
     create_topic(admin, source, partitions=4)
     create_topic(admin, target, partitions=4)
