@@ -94,21 +94,29 @@ def partition_count(admin: AdminClient, topic: str, timeout: float = 30.0) -> in
     return len(info.partitions)
 
 
+DLQ_CONFIG = {"retention.ms": "-1"}
+"""A DLQ keeps its records until someone deletes them: expiry would drop them silently."""
+
+
 def ensure_failure_topics(
     admin: AdminClient,
     topics: FailureTopics,
     *,
-    config: Mapping[str, str] | None = None,
+    retry_config: Mapping[str, str] | None = None,
+    dlq_config: Mapping[str, str] | None = None,
     timeout: float = 30.0,
 ) -> FailureTopics:
     """Create the retry tiers and the DLQ of ``topics.topic`` with its partition count.
 
-    Blocks until the controller confirms. Existing topics are kept when their partition
-    count matches; a mismatch raises ``FailureTopicError`` (records would change
-    partition, and per-key order through retries would be lost).
+    The DLQ gets ``DLQ_CONFIG`` (no time-based expiry) under ``dlq_config``; retry tiers
+    get the broker defaults under ``retry_config``. Blocks until the controller confirms.
+    Existing topics are kept when their partition count matches; a mismatch raises
+    ``FailureTopicError`` (records would change partition, and per-key order through
+    retries would be lost).
     """
     partitions = partition_count(admin, topics.topic, timeout)
     for name in topics.all:
+        config = {**DLQ_CONFIG, **(dlq_config or {})} if name == topics.dlq else retry_config
         try:
             create_topic(admin, name, partitions, config, exist_ok=True, timeout=timeout)
         except TopicError as exc:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from confluent_kafka.admin._config import ConfigResource
 
 from streams.admin import create_topic
 from streams.codec import AvroCodec, DecodeError
@@ -212,6 +213,9 @@ def test_failure_topics_have_the_inputs_partitions(kafka_admin: Any, dlq: Dlq) -
         f"{app}-{source}-dlq",
     )
     assert [partition_count(kafka_admin, t) for t in dlq.topics.all] == [3, 3, 3]
+    # The DLQ never expires records; retry tiers keep the broker's default retention.
+    assert topic_config(kafka_admin, dlq.topics.dlq)["retention.ms"] == "-1"
+    assert topic_config(kafka_admin, dlq.topics.retries[0])["retention.ms"] != "-1"
     # Creating them again is harmless; a tier with another partition count is refused.
     ensure_failure_topics(kafka_admin, dlq.topics)
     kafka_admin.delete_topics([dlq.topics.retries[1]])[dlq.topics.retries[1]].result(30)
@@ -219,6 +223,12 @@ def test_failure_topics_have_the_inputs_partitions(kafka_admin: Any, dlq: Dlq) -
     create_topic(kafka_admin, dlq.topics.retries[1], partitions=1)
     with pytest.raises(FailureTopicError, match="has 1 partitions but its input"):
         ensure_failure_topics(kafka_admin, dlq.topics)
+
+
+def topic_config(admin: Any, topic: str) -> dict[str, str]:
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    entries = admin.describe_configs([resource])[resource].result(30)
+    return {name: entry.value for name, entry in entries.items()}
 
 
 def wait_gone(admin: Any, topic: str, timeout: float = 30.0) -> None:
