@@ -34,6 +34,9 @@ test-unit: $(STAMP) ## unit tests only (no broker)
 test-integration: $(STAMP) ## integration tests against a real broker
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
 
+test-container: $(STAMP) ## container tests (Docker; the image from `make image`)
+	$(BIN)/pytest tests/container $(PYTEST_ARGS)
+
 lint: $(STAMP) ## ruff and mypy
 	$(BIN)/ruff check streams tests $(wildcard topology)
 	$(BIN)/ruff format --check streams tests $(wildcard topology)
@@ -54,6 +57,15 @@ broker-down: $(STAMP) ## stop the local broker
 
 broker-status: $(STAMP) ## show the local broker's status
 	$(BIN)/streams broker status
+
+image: $(STAMP) ## build streams-kafka:<version> locally, no registry needed (cached)
+	PYTHON=$(BIN)/python bash compose/image/build.sh
+
+up: $(STAMP) ## start the compose stack: Kafka + the orders topology (COMPOSE_PROFILES=ui: Kafka UI)
+	PYTHON=$(BIN)/python bash compose/stack.sh up
+
+down: ## stop the compose stack and remove its data
+	bash compose/stack.sh down
 
 clean: ## remove the virtualenv and caches (the Kafka jar cache stays)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build *.egg-info

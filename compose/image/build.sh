@@ -126,19 +126,28 @@ kafka_image() {
 }
 
 app_image() {
-  local base="$1" version context hash
+  local base="$1" version context hash tag
   version="$("$PYTHON" -c 'import streams; print(streams.__version__)')"
+  tag="streams-app:$version"
+  # The hash covers the sources, so an unchanged tree skips the wheel build altogether.
+  hash="$( { docker image inspect --format '{{.Id}}' "$base";
+             cd "$ROOT" && find compose/Dockerfile compose/run-topology.sh pyproject.toml \
+               streams topology schemas -type f ! -path '*/__pycache__/*' -print0 \
+               | sort -z | xargs -0 sha256sum; } | sha)"
+  if [[ "$(label_of "$tag" streams.content-hash)" == "$hash" ]]; then
+    say "$tag is up to date"
+    return
+  fi
   context="$CACHE/image-context/app"
   rm -rf "$context"
   mkdir -p "$context/wheels"
   # Wheels are built here, where PyPI is reachable; the image build then needs no network.
+  say "building wheels for $tag"
   "$PYTHON" -m pip wheel --quiet --wheel-dir "$context/wheels" "$ROOT" >&2
   cp -a "$ROOT/topology" "$ROOT/schemas" "$context/"
-  hash="$( { docker image inspect --format '{{.Id}}' "$base"; cat "$ROOT/compose/Dockerfile";
-             (cd "$context" && find . -type f ! -name 'streams-*.whl' -print0 | sort -z \
-               | xargs -0 sha256sum);
-             (cd "$ROOT" && git ls-files -z streams pyproject.toml | xargs -0 sha256sum); } | sha)"
-  build_cached "streams-app:$version" "$context" "$ROOT/compose/Dockerfile" "$base" "$hash"
+  find "$context" -name __pycache__ -type d -prune -exec rm -rf {} +
+  install -m 0755 "$ROOT/compose/run-topology.sh" "$context/run-topology.sh"
+  build_cached "$tag" "$context" "$ROOT/compose/Dockerfile" "$base" "$hash"
   rm -rf "$context"
 }
 
