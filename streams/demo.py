@@ -22,6 +22,7 @@ from streams.failures.tour import step_failures
 from streams.replay.tour import step_replay
 from streams.runtime.tour import step_topology
 from streams.state.tour import step_state
+from streams.testing.tour import step_testing
 
 
 @dataclass
@@ -108,6 +109,7 @@ STEPS: list[Callable[[DemoContext], None]] = [
     step_failures,
     step_state,
     step_replay,
+    step_testing,
 ]
 
 
