@@ -16,8 +16,21 @@ class TopicError(StreamsError):
     """A topic could not be created, described or deleted."""
 
 
+_ADMINS: dict[tuple[str, frozenset[tuple[str, str | int | float]]], AdminClient] = {}
+
+
 def admin_client(bootstrap: str, **config: str | int | float) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap, **config})
+    """One AdminClient per cluster and config for the whole process.
+
+    Admin clients are thread-safe and cheap to keep; making and dropping one per call costs
+    a connection each time, and destroying one while its background queue still holds
+    events has crashed the interpreter inside librdkafka's callbacks.
+    """
+    key = (bootstrap, frozenset(config.items()))
+    admin = _ADMINS.get(key)
+    if admin is None:
+        admin = _ADMINS[key] = AdminClient({"bootstrap.servers": bootstrap, **config})
+    return admin
 
 
 def create_topic(

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from confluent_kafka.admin import AdminClient
-
+from streams.admin import admin_client
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.runner import Runtime
 from streams.runtime.signals import graceful_shutdown
@@ -16,7 +15,7 @@ def run_instance(topology: Topology, config: RuntimeConfig, *, live: bool | None
     """Create owned topics, then run until SIGINT/SIGTERM (graceful: finish, flush,
     commit, close; a second signal forces exit). Must be called on the main thread.
     Raises RuntimeFailure (and MissingTopicError) like ``Runtime.run``."""
-    prepare_topics(AdminClient({"bootstrap.servers": config.bootstrap}), topology)
+    prepare_topics(admin_client(config.bootstrap), topology)
     reporter = StatusReporter(topology.app_id, live=live, interval_s=config.status_interval_s)
     runtime = Runtime(topology, config, on_tick=reporter.show)
     try:
