@@ -106,9 +106,7 @@ def test_kafka_io_round_trips_envelopes(kafka_io: KafkaIO, make_topic: TopicFact
     assert sorted(got, key=lambda e: e.id) == sorted(sent, key=lambda e: e.id)
 
 
-def test_kafka_io_waits_for_matching_envelopes(
-    kafka_io: KafkaIO, make_topic: TopicFactory
-) -> None:
+def test_kafka_io_waits_for_matching_envelopes(kafka_io: KafkaIO, make_topic: TopicFactory) -> None:
     topic = make_topic("env")
     kafka_io.produce(topic, [order(i) for i in range(6)])
 
