@@ -131,7 +131,9 @@ class KafkaContainer(DockerContainer):
             super().start()
         except Exception as exc:
             self._remove_quietly()
-            raise ContainerError(f"cannot start a container from {self.image}: {exc}") from exc
+            raise ContainerError(
+                f"cannot start a container from {self.image}: {exc}{_hint(exc, self.image)}"
+            ) from exc
         try:
             host = self.get_container_host_ip()
             # "localhost" may resolve to ::1 first, where Docker may not publish the port.
@@ -262,6 +264,22 @@ class KafkaContainer(DockerContainer):
         # Nothing to remove, or the daemon is gone: either way nothing is left to do.
         with contextlib.suppress(Exception):
             self.stop()
+
+
+def _hint(exc: Exception, image: str) -> str:
+    """What to do about the usual reasons a container does not start."""
+    text = str(exc)
+    if "testcontainers/ryuk" in text or "testcontainers%2Fryuk" in text:
+        return (
+            "\n(testcontainers' reaper image cannot be pulled: set "
+            "TESTCONTAINERS_RYUK_DISABLED=true where no registry is reachable)"
+        )
+    if not image_present(image):
+        return (
+            f"\n({image} is not here and cannot be pulled: build {LOCAL_IMAGE} with "
+            "`make image`, or choose an image with STREAMS_KAFKA_IMAGE / --kafka-image)"
+        )
+    return ""
 
 
 def _tar(files: list[tuple[str, str]]) -> bytes:

@@ -15,6 +15,7 @@ from streams.admin import admin_client, create_topic
 from streams.broker import KAFKA_VERSION
 from streams.envelope import Envelope
 from streams.testing import (
+    ContainerError,
     KafkaContainer,
     KafkaIO,
     TopicFactory,
@@ -180,3 +181,14 @@ def order_v2(n: int) -> Envelope:
         "currency": "EUR",
     }
     return Envelope.new("order.placed", data, version=2, key=f"c{n % 4}")
+
+
+def test_a_missing_image_fails_with_what_to_do(kafka_container: KafkaContainer) -> None:
+    # (kafka_container: only for its Docker check; the session container is not touched)
+    with pytest.raises(ContainerError, match="make image") as info:
+        KafkaContainer("streams-test/no-such-kafka:0").start()
+    assert "no-such-kafka" in str(info.value)
+    leftovers = docker.from_env().containers.list(
+        all=True, filters={"ancestor": "streams-test/no-such-kafka:0"}
+    )
+    assert leftovers == []
