@@ -29,7 +29,7 @@ fi
 if ((${#missing[@]})); then
   say "installing ${missing[*]}"
   $SUDO apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}" >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
 fi
 
 # -- 2. the daemon ----------------------------------------------------------------------------
