@@ -20,6 +20,7 @@ Tests that use the broker are marked ``integration``, tests that use Docker ``co
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: needs a real Kafka broker")
     config.addinivalue_line("markers", "container: needs Docker (testcontainers)")
+    summary = _ContainerSummary()
+    config.stash[_SUMMARY] = summary
+    config.pluginmanager.register(summary, "streams-container-summary")
     kafka_mode(config)  # a bad --kafka / STREAMS_KAFKA is a usage error, before any test
 
 
@@ -76,6 +80,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
         if _DOCKER_FIXTURES & names:
             item.add_marker(pytest.mark.container)
+
+
+class _ContainerSummary:
+    """Counts container tests and the images they ran, for the run's summary: on CI a
+    skip fails anyway, but the log should show that the tests really ran."""
+
+    def __init__(self) -> None:
+        self.outcomes: Counter[str] = Counter()
+        self.images: set[str] = set()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if "container" not in report.keywords:
+            return
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self.outcomes[report.outcome] += 1
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.outcomes:
+            return
+        counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(self.outcomes.items()))
+        images = ", ".join(sorted(self.images)) or "none started"
+        terminalreporter.write_line(f"streams: container tests {counts}; Kafka images: {images}")
+
+
+_SUMMARY = pytest.StashKey[_ContainerSummary]()
+
+
+def _started(config: pytest.Config, container: KafkaContainer) -> None:
+    summary = config.stash.get(_SUMMARY, None)
+    if summary is not None:
+        summary.images.add(container.image)
 
 
 def kafka_mode(config: pytest.Config) -> str:
@@ -124,6 +159,7 @@ def kafka_container(pytestconfig: pytest.Config) -> Iterator[KafkaContainer]:
     require_docker()
     container = KafkaContainer(_image(pytestconfig))
     container.start()
+    _started(pytestconfig, container)
     try:
         yield container
     finally:
@@ -163,6 +199,7 @@ def make_kafka_container(
     def make(image: str | None = None, **kwargs: Any) -> KafkaContainer:
         container = KafkaContainer(image or _image(pytestconfig), **kwargs)
         container.start()
+        _started(pytestconfig, container)
         started.append(container)
         return container
 
