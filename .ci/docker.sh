@@ -8,8 +8,9 @@
 #
 # The test run that follows needs (exported by .ci/run):
 #   CI=true (or STREAMS_REQUIRE_DOCKER=1)   container tests fail instead of skipping
-#   TESTCONTAINERS_RYUK_DISABLED=true       Ryuk's image cannot be pulled; our fixtures
-#                                           remove their own containers
+#   TESTCONTAINERS_RYUK_DISABLED=true       Ryuk's image cannot be pulled (without this,
+#                                           KafkaContainer tries once, then runs without
+#                                           it); our fixtures remove their own containers
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

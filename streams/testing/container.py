@@ -29,12 +29,16 @@ from types import TracebackType
 from typing import Any
 
 import docker  # type: ignore[import-untyped]
+from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from streams.broker import KAFKA_VERSION
 from streams.broker.readiness import wait_ready
 from streams.errors import StreamsError
+from streams.logs import get_logger
+
+log = get_logger(__name__)
 
 OFFICIAL_IMAGE = f"apache/kafka:{KAFKA_VERSION}"
 LOCAL_IMAGE = f"streams-kafka:{KAFKA_VERSION}"
@@ -127,6 +131,7 @@ class KafkaContainer(DockerContainer):
 
     def start(self) -> KafkaContainer:
         started = time.monotonic()
+        _reaper_or_none()
         try:
             super().start()
         except Exception as exc:
@@ -264,6 +269,36 @@ class KafkaContainer(DockerContainer):
         # Nothing to remove, or the daemon is gone: either way nothing is left to do.
         with contextlib.suppress(Exception):
             self.stop()
+
+
+def _reaper_or_none() -> None:
+    """Run without testcontainers' Ryuk reaper where its image cannot be had.
+
+    testcontainers starts Ryuk (from Docker Hub) before the first container; where no
+    registry is reachable that fails every start. Our containers do not need it: the
+    fixtures and ``stop()`` remove them. So when the image is neither here nor
+    pullable, Ryuk is switched off for this process, with a warning, instead of
+    failing. ``TESTCONTAINERS_RYUK_DISABLED=true`` skips the check.
+    """
+    if testcontainers_config.ryuk_disabled:
+        return
+    image = testcontainers_config.ryuk_image
+    if image_present(image):
+        return
+    try:
+        client = docker.from_env(timeout=60)
+        try:
+            client.images.pull(image)
+        finally:
+            client.close()
+    except Exception as exc:  # no registry, no DNS, rate limit: all mean "no Ryuk"
+        testcontainers_config.ryuk_disabled = True
+        log.warning(
+            "running without testcontainers' Ryuk reaper: its image cannot be pulled; "
+            "Streams' containers are removed by their fixtures and stop()",
+            image=image,
+            error=str(exc).splitlines()[0][:200],
+        )
 
 
 def _hint(exc: Exception, image: str) -> str:
