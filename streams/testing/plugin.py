@@ -338,6 +338,8 @@ def _stop(proc: TopologyProcess) -> str | None:
 
 
 def _delete_owned_topics(bootstrap: str, app_id: str) -> None:
-    admin = admin_client(bootstrap)
+    # Quiet: errors raise; the handle may outlive a container broker (then it would log
+    # every reconnect attempt).
+    admin = admin_client(bootstrap, log_level=0)
     owned = [t for t in admin.list_topics(timeout=30).topics if t.startswith(f"{app_id}-")]
     delete_topics(admin, owned)

@@ -47,8 +47,16 @@ def produce_records(
     ``acks=all``: in order, no duplicates); raises ``ProduceError`` naming the first
     failure, or when acks do not arrive within ``timeout`` seconds.
     """
+    # Quiet: failures reach the caller as ProduceError; librdkafka's own log would only
+    # repeat them, and keep logging reconnects if the broker goes away before this
+    # handle is freed (a test's container, say).
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "log_level": 0,
+        }
     )
     errors: list[KafkaError] = []
 

@@ -25,6 +25,10 @@ from streams.testing import (
 )
 from streams.testing.container import LABEL
 
+# Clients here may outlive the containers they talked to (librdkafka handles are freed
+# late); without this, each would log every failed reconnect after the container is gone.
+QUIET = {"log_level": 0}
+
 
 def order(n: int) -> Envelope:
     data = {"order_id": f"o{n}", "customer_id": f"c{n % 4}", "items": [], "total_cents": n}
@@ -33,7 +37,7 @@ def order(n: int) -> Envelope:
 
 @pytest.fixture
 def container_topics(kafka_container: KafkaContainer) -> TopicFactory:
-    return TopicFactory(admin_client(kafka_container.bootstrap_servers), hint="c")
+    return TopicFactory(admin_client(kafka_container.bootstrap_servers, **QUIET), hint="c")
 
 
 def test_the_container_runs_the_expected_kafka(kafka_container: KafkaContainer) -> None:
@@ -45,7 +49,7 @@ def test_the_container_runs_the_expected_kafka(kafka_container: KafkaContainer) 
     assert int(result.output) == 1
     if kafka_container.image.startswith("streams-kafka:"):
         assert kafka_container.image == f"streams-kafka:{KAFKA_VERSION}"
-    meta = admin_client(kafka_container.bootstrap_servers).list_topics(timeout=10)
+    meta = admin_client(kafka_container.bootstrap_servers, **QUIET).list_topics(timeout=10)
     assert [f"{b.host}:{b.port}" for b in meta.brokers.values()] == [
         kafka_container.bootstrap_servers
     ]
@@ -73,8 +77,8 @@ def test_replay_a_topic_from_one_cluster_into_another(
     assert target.bootstrap_servers != source.bootstrap_servers
     topic = unique_topic_name("replay")
     for cluster in (source, target):
-        create_topic(admin_client(cluster.bootstrap_servers), topic, partitions=2)
-    producer = Producer({"bootstrap.servers": source.bootstrap_servers, "acks": "all"})
+        create_topic(admin_client(cluster.bootstrap_servers, **QUIET), topic, partitions=2)
+    producer = Producer({"bootstrap.servers": source.bootstrap_servers, "acks": "all", **QUIET})
     for i in range(100):
         producer.produce(topic, str(i).encode(), f"k{i % 7}", headers=[("seq", str(i).encode())])
     assert producer.flush(30) == 0
@@ -95,9 +99,14 @@ def test_replay_a_topic_from_one_cluster_into_another(
 def _copy(src: str, dst: str, topic: str, count: int) -> int:
     """A plain consume→produce copy that keeps partitions, keys, values and headers."""
     consumer = Consumer(
-        {"bootstrap.servers": src, "group.id": f"copy-{topic}", "auto.offset.reset": "earliest"}
+        {
+            "bootstrap.servers": src,
+            "group.id": f"copy-{topic}",
+            "auto.offset.reset": "earliest",
+            **QUIET,
+        }
     )
-    producer = Producer({"bootstrap.servers": dst, "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": dst, "enable.idempotence": True, **QUIET})
     consumer.subscribe([topic])
     copied = 0
     try:
