@@ -8,7 +8,12 @@ import sys
 
 
 def test_the_demo_runs_every_step(kafka_bootstrap: str) -> None:
-    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "COLUMNS": "200"}
+    env = {
+        **os.environ,
+        "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "COLUMNS": "200",
+        "PYTHONFAULTHANDLER": "1",  # a native crash prints the Python stack
+    }
     result = subprocess.run(
         [sys.executable, "-m", "streams", "demo"],
         capture_output=True,

@@ -54,4 +54,7 @@ def test_commits_outliving_their_topic_do_not_break_lag_or_show(
         time.sleep(0.2)  # polling the cluster's metadata until the deletion shows
     assert [(r.topic, r.lag) for r in lag(cluster, [group])] == [(kept, 0)]
     rows = {p.topic: (p.log_end, p.lag) for p in group_offsets(cluster, group).partitions}
-    assert rows == {kept: (0, 0), gone: (None, None)}
+    # The group coordinator purges offsets of deleted topics on its own schedule: until it
+    # does, `show` lists them without a log end or lag instead of failing.
+    assert rows.pop(kept) == (0, 0)
+    assert rows in ({}, {gone: (None, None)})
