@@ -24,6 +24,11 @@ def graceful_shutdown(stop: Callable[[], None]) -> Iterator[None]:
             sys.stderr.flush()
             os._exit(FORCED_EXIT)
         received.append(signum)
+        sys.stderr.write(
+            f"\n{signal.Signals(signum).name}: finishing the records in hand, then committing "
+            "(send it again to exit at once)\n"
+        )
+        sys.stderr.flush()
         stop()
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
