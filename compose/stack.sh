@@ -23,7 +23,13 @@ case "${1:-}" in
   up)
     shift
     bash "$HERE/image/build.sh" --app
-    "${compose[@]}" up -d "$@"
+    if ! "${compose[@]}" up -d "$@"; then
+      if [[ -z "${STREAMS_KAFKA_IMAGE:-}" ]]; then
+        echo "stack: the default Kafka image comes from Docker Hub; without a registry run" \
+          "STREAMS_KAFKA_IMAGE=streams-kafka:<version> make up (built by make image)" >&2
+      fi
+      exit 1
+    fi
     echo "stack: Kafka on localhost:${KAFKA_PORT:-9092}; logs: bash compose/stack.sh logs -f"
     ;;
   down)
