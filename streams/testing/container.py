@@ -105,9 +105,6 @@ class KafkaContainer(DockerContainer):
         if network is not None:
             self.with_network(network)
             self.with_network_aliases(self.alias)
-        # Whatever the image's entrypoint is, run our waiting shell instead.
-        self.with_kwargs(entrypoint=["sh", "-c"], labels={LABEL: "kafka"})
-        self.with_command([_WAIT])
 
     # -- addresses -------------------------------------------------------------------------
 
@@ -132,6 +129,11 @@ class KafkaContainer(DockerContainer):
     def start(self) -> KafkaContainer:
         started = time.monotonic()
         _reaper_or_none()
+        # Whatever the image's entrypoint is, run our waiting shell instead. Set here, not
+        # in __init__, so a caller's with_kwargs()/with_command() cannot drop it.
+        labels = {**self._kwargs.get("labels", {}), LABEL: "kafka"}
+        self._kwargs = {**self._kwargs, "entrypoint": ["sh", "-c"], "labels": labels}
+        self.with_command([_WAIT])
         try:
             super().start()
         except Exception as exc:
