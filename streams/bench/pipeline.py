@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from streams.admin import delete_topics
 from streams.bench.core import BenchContext, Row
@@ -83,7 +83,10 @@ def _end_offsets(consumer: Consumer, topics: list[str]) -> int:
     total = 0
     for topic in topics:
         for p in range(PARTITIONS):
-            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+            try:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+            except KafkaException:  # transient right after creation (no leader yet): ask again
+                return -1
             total += max(high, 0)
     return total
 
@@ -97,7 +100,7 @@ def _watch(bootstrap: str, topics: list[str], target: int, timeout: float = 600)
         while time.monotonic() < deadline:
             n = _end_offsets(consumer, topics)
             now = time.perf_counter()
-            if n and first is None:
+            if n > 0 and first is None:
                 first = now
             if n >= target and first is not None:
                 return max(now - first, 1e-6)
