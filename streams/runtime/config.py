@@ -34,7 +34,10 @@ class RuntimeConfig:
             # order of magnitude without making every restart wait 45 s.
             "session.timeout.ms": 10_000,
             "heartbeat.interval.ms": 2_000,
-            "queued.max.messages.kbytes": 16_384,  # bounds prefetch memory per instance
+            # Prefetch bounds: a few seconds of work, not the whole backlog (librdkafka's
+            # default of 100k messages per partition costs tens of MB for nothing).
+            "queued.max.messages.kbytes": 16_384,
+            "queued.min.messages": 10_000,
             **self.consumer,
         }
 
