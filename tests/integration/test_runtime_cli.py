@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from streams.codec import AvroCodec
@@ -33,11 +34,15 @@ def test_instances_share_one_group_and_stop_together_on_sigterm(
     orders = list(import_file(ORDERS).sample_orders(200))
     produce_envelopes(kafka_bootstrap, source, orders, codec)
     cmd = streams_run("--app-id", app_id, "--set", f"input={source}", "-b", kafka_bootstrap)
-    parent = subprocess.Popen([*cmd, "--instances", "2"], stderr=subprocess.PIPE)
+    # its own process group, so a failing test can stop the instances with their parent
+    parent = subprocess.Popen([*cmd, "--instances", "2"], start_new_session=True)
     try:
 
         def members() -> int:
-            group = kafka_admin.describe_consumer_groups([app_id])[app_id].result(timeout=10)
+            try:
+                group = kafka_admin.describe_consumer_groups([app_id])[app_id].result(timeout=10)
+            except KafkaException:  # e.g. NOT_COORDINATOR while a fresh broker sets up groups
+                return -1
             return len(group.members)
 
         wait_until(lambda: members() == 2, 60, what="two members in the group")
@@ -64,7 +69,7 @@ def test_instances_share_one_group_and_stop_together_on_sigterm(
         wait_until(lambda: members() == 0, 30, what="the group to be empty")
     finally:
         if parent.poll() is None:
-            parent.kill()
+            os.killpg(parent.pid, signal.SIGKILL)
             parent.wait()
 
 
