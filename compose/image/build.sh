@@ -97,11 +97,15 @@ build_cached() { # tag context dockerfile base hash
     return
   fi
   say "building $tag"
+  local previous
+  previous="$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)"
   # The classic builder: BuildKit (buildx) is not part of Debian's docker.io. Its
   # deprecation notice is noise, so output is shown only when the build fails.
   DOCKER_BUILDKIT=0 docker build -f "$dockerfile" --build-arg "BASE=$base" \
     --label "streams.content-hash=$hash" -t "$tag" "$context" >"$CACHE/image-build.log" 2>&1 \
     || { tail -30 "$CACHE/image-build.log" >&2; die "building $tag failed"; }
+  # The image this one replaces is untagged now; on vfs it would keep ~0.5 GB of disk.
+  [[ -n "$previous" ]] && docker image rm "$previous" >/dev/null 2>&1 || true
   say "built $tag"
 }
 
@@ -144,9 +148,10 @@ app_image() {
   # Wheels are built here, where PyPI is reachable; the image build then needs no network.
   say "building wheels for $tag"
   "$PYTHON" -m pip wheel --quiet --wheel-dir "$context/wheels" "$ROOT" >&2
-  cp -a "$ROOT/topology" "$ROOT/schemas" "$context/"
+  mkdir -p "$context/app"
+  cp -a "$ROOT/topology" "$ROOT/schemas" "$context/app/"
   find "$context" -name __pycache__ -type d -prune -exec rm -rf {} +
-  install -m 0755 "$ROOT/compose/run-topology.sh" "$context/run-topology.sh"
+  install -m 0755 "$ROOT/compose/run-topology.sh" "$context/app/run-topology.sh"
   build_cached "$tag" "$context" "$ROOT/compose/Dockerfile" "$base" "$hash"
   rm -rf "$context"
 }
