@@ -45,7 +45,7 @@ def test_instances_share_one_group_and_stop_together_on_sigterm(
                 return -1
             return len(group.members)
 
-        wait_until(lambda: members() == 2, 60, what="two members in the group")
+        wait_until(lambda: members() == 2, 120, what="two members in the group")
         readers = [TopicReader(kafka_bootstrap, f"{app_id}-{s}") for s in ("accepted", "rejected")]
         try:
 
@@ -54,7 +54,7 @@ def test_instances_share_one_group_and_stop_together_on_sigterm(
                     r.poll(0.2)
                 return sum(len(r.records) for r in readers) >= len(orders)
 
-            wait_until(routed, 60, what="every order routed")
+            wait_until(routed, 120, what="every order routed")
             seen = [
                 codec.decode(m.value(), cast(Any, m.headers())).data["order_id"]
                 for r in readers

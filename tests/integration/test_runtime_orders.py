@@ -125,7 +125,7 @@ def test_a_failing_record_stops_the_runtime_and_is_never_committed(
     prepare_topics(kafka_admin, topology)
 
     run = Running(topology, kafka_bootstrap)
-    run.thread.join(60)
+    run.thread.join(120)
     assert isinstance(run.error, RecordFailed)
     assert f"step 'check' failed on {source}[0]@5: ValueError" in str(run.error)
 

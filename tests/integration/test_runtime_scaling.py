@@ -144,20 +144,20 @@ def test_scale_out_and_sigkill_lose_nothing_and_keep_per_key_order(
     run.start("b")
     with TopicReader(kafka_bootstrap, output) as reader:
         try:
-            reader.wait_for(lambda rs: len(rs) >= CHUNK * KEYS // 2, 60, what="first outputs")
-            wait_until(lambda: group_members(kafka_admin, app_id) == 2, 30, what="2 members")
+            reader.wait_for(lambda rs: len(rs) >= CHUNK * KEYS // 2, 120, what="first outputs")
+            wait_until(lambda: group_members(kafka_admin, app_id) == 2, 60, what="2 members")
 
             produce_envelopes(kafka_bootstrap, topic, orders(range(CHUNK, 2 * CHUNK)), codec)
             run.start("c")  # joins mid-stream
-            wait_until(lambda: group_members(kafka_admin, app_id) == 3, 30, what="3 members")
-            reader.wait_for(lambda rs: len(rs) >= 3 * CHUNK * KEYS // 2, 60, what="outputs")
+            wait_until(lambda: group_members(kafka_admin, app_id) == 3, 60, what="3 members")
+            reader.wait_for(lambda rs: len(rs) >= 3 * CHUNK * KEYS // 2, 120, what="outputs")
 
             produce_envelopes(kafka_bootstrap, topic, orders(range(2 * CHUNK, 3 * CHUNK)), codec)
             run.procs["a"].send_signal(signal.SIGKILL)  # with work in flight
             produce_envelopes(kafka_bootstrap, topic, orders(range(3 * CHUNK, PER_KEY)), codec)
 
             total = KEYS * PER_KEY
-            reader.wait_for(lambda rs: decode_new(list(rs)) >= total, 60, what="every input")
+            reader.wait_for(lambda rs: decode_new(list(rs)) >= total, 120, what="every input")
         except Exception:
             print(run.tail())
             raise
@@ -178,7 +178,7 @@ def test_scale_out_and_sigkill_lose_nothing_and_keep_per_key_order(
     for name in ("b", "c"):
         run.procs[name].send_signal(signal.SIGTERM)
     for name in ("b", "c"):
-        assert run.procs[name].wait(30) == 0, run.tail()
+        assert run.procs[name].wait(60) == 0, run.tail()
     ends = {p: kafka_admin_high(kafka_bootstrap, topic, p) for p in range(PARTITIONS)}
     assert committed(kafka_bootstrap, app_id, topic) == ends
 
