@@ -101,7 +101,9 @@ class _ContainerSummary:
             return
         counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(self.outcomes.items()))
         images = ", ".join(sorted(self.images)) or "none started"
-        terminalreporter.write_line(f"streams: container tests {counts}; Kafka images: {images}")
+        terminalreporter.write_line(
+            f"streams: container tests {counts}; KafkaContainer images: {images}"
+        )
 
 
 _SUMMARY = pytest.StashKey[_ContainerSummary]()
