@@ -12,7 +12,7 @@ which stops commits for that partition at that record, and ``raise_errors`` repo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
@@ -59,13 +59,14 @@ class OutputSink:
     ) -> None:
         """Queue one write caused by ``entry``'s record (partitioned by key unless given)."""
         entry.hold()
-        extra: dict[str, Any] = {} if partition is None else {"partition": partition}
         ack = _Ack(self, entry)
+        hdrs: Any = headers  # the stubs want a list of str|bytes values: ours is a subset
+        # partition -1 is librdkafka's "unassigned": the partitioner picks from the key
+        part = -1 if partition is None else partition
+        produce = self.producer.produce
         while True:
             try:
-                self.producer.produce(
-                    topic, value, key, headers=cast(Any, headers), on_delivery=ack, **extra
-                )
+                produce(topic, value, key, part, on_delivery=ack, headers=hdrs)
                 break
             except BufferError:  # local queue full: serve acks to make room
                 self.producer.poll(0.05)
