@@ -11,6 +11,7 @@ from typing import Any, cast
 import pytest
 from confluent_kafka import Consumer, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
+from structlog.testing import capture_logs
 
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
@@ -124,10 +125,20 @@ def test_a_failing_record_stops_the_runtime_and_is_never_committed(
     produce_envelopes(kafka_bootstrap, source, [order(n) for n in names], CODEC)
     prepare_topics(kafka_admin, topology)
 
-    run = Running(topology, kafka_bootstrap)
-    run.thread.join(120)
+    with capture_logs() as logs:
+        run = Running(topology, kafka_bootstrap)
+        run.thread.join(120)
     assert isinstance(run.error, RecordFailed)
     assert f"step 'check' failed on {source}[0]@5: ValueError" in str(run.error)
+    (failed,) = [e for e in logs if e["event"] == "record failed"]
+    assert failed["log_level"] == "error"
+    assert (failed["app"], failed["topic"], failed["partition"], failed["offset"]) == (
+        topology.app_id,
+        source,
+        0,
+        5,
+    )
+    assert not [e for e in logs if e["log_level"] == "info" and "offset" in e]  # none per record
 
     consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": topology.app_id})
     try:
