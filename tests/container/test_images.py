@@ -89,7 +89,8 @@ def test_the_compose_file_is_valid(env: dict[str, str]) -> None:
         ["bash", str(STACK), "config"],
         capture_output=True,
         text=True,
-        env={**os.environ, **env},
+        # Only this case's settings: the caller's STREAMS_KAFKA_IMAGE must not leak in.
+        env={**{k: v for k, v in os.environ.items() if k != "STREAMS_KAFKA_IMAGE"}, **env},
         check=False,
     )
     assert result.returncode == 0, result.stderr
