@@ -1,8 +1,8 @@
 """Topic names a topology owns, derived from its app id (never typed by hand).
 
-Every name a later feature needs is built here, so one app id scopes everything:
-``<app>-<name>`` for owned outputs, ``<app>-<store>-changelog``,
-``<app>-<topic>-retry-<n>`` and ``<app>-<topic>-dlq``.
+One app id scopes everything an app owns: ``<app>-<name>`` for owned outputs (here),
+``<app>-<store>-changelog`` (``streams.state.changelog``), ``<app>-<topic>-retry-<n>`` and
+``<app>-<topic>-dlq`` (``streams.failures.topics``). ``Topology.with_app_id`` moves them all.
 """
 
 from __future__ import annotations
@@ -38,18 +38,6 @@ def check_topic(topic: str) -> str | None:
 
 def owned_topic(app_id: str, name: str) -> str:
     return f"{app_id}-{name}"
-
-
-def changelog_topic(app_id: str, store: str) -> str:
-    return f"{app_id}-{store}-changelog"
-
-
-def retry_topic(app_id: str, topic: str, tier: int) -> str:
-    return f"{app_id}-{topic}-retry-{tier}"
-
-
-def dlq_topic(app_id: str, topic: str) -> str:
-    return f"{app_id}-{topic}-dlq"
 
 
 @dataclass(frozen=True, slots=True)
