@@ -7,8 +7,11 @@
     routes["rejected"].map(to_rejected).to(owned("rejected"), type="order.rejected", version=1)
     topology = builder.build()     # validates; raises TopologyValidationError
 
-Every step takes ``name=`` (default: the function's name, made unique) and ``on_error=``
-(a policy for this step; see ``streams.topology.policy``). Nothing runs while building.
+Every step takes ``name=`` (default: the function's name, made unique), ``on_error=``
+(a policy for this step; see ``streams.topology.policy``) and ``retry=`` (this step's
+``RetryPolicy`` or a delay spec like ``"1s, 30s"``, overriding the builder's ``retry=``:
+with one, failed records go through retry topics to a DLQ instead of ``on_error``).
+Nothing runs while building.
 The lower-level ``add_source`` / ``add_processor`` / ``add_sink`` wire nodes by name,
 like Kafka Streams' ``Topology`` API.
 """
@@ -30,7 +33,7 @@ from streams.topology.nodes import (
     StepKind,
     StepNode,
 )
-from streams.topology.policy import ErrorAction, ErrorPolicy, as_policy
+from streams.topology.policy import ErrorAction, ErrorPolicy, RetryArg, as_policy, as_retry
 from streams.topology.topology import Topology
 from streams.topology.validation import CatalogLike, validate
 
@@ -42,9 +45,17 @@ _DEFAULT_CATALOG: Any = object()  # sentinel: load streams.schemas.default_catal
 class TopologyBuilder:
     """Collects nodes; ``build()`` checks them and returns a ``Topology``."""
 
-    def __init__(self, app_id: str, *, on_error: PolicyArg = None, description: str = "") -> None:
+    def __init__(
+        self,
+        app_id: str,
+        *,
+        on_error: PolicyArg = None,
+        retry: RetryArg = None,
+        description: str = "",
+    ) -> None:
         self.app_id = app_id
         self.on_error = as_policy(on_error)
+        self.retry = as_retry(retry)
         self.description = description
         self._nodes: dict[str, Node] = {}
         self._problems: list[str] = []
@@ -82,6 +93,7 @@ class TopologyBuilder:
         *,
         outputs: Sequence[str] = (DEFAULT_OUTPUT,),
         on_error: PolicyArg = None,
+        retry: RetryArg = None,
     ) -> None:
         """A processor (function or object with ``process``) reading ``parents``
         (``"node"`` or ``"node:output"``) and forwarding to its declared ``outputs``."""
@@ -95,6 +107,7 @@ class TopologyBuilder:
                 fn=processor,
                 outputs=tuple(outputs),
                 on_error=as_policy(on_error),
+                retry=as_retry(retry),
             )
         )
 
@@ -119,7 +132,11 @@ class TopologyBuilder:
 
             catalog = default_catalog()
         topology = Topology(
-            self.app_id, self._nodes, on_error=self.on_error, description=self.description
+            self.app_id,
+            self._nodes,
+            on_error=self.on_error,
+            retry=self.retry,
+            description=self.description,
         )
         problems = self._problems + validate(topology, catalog)
         if problems:
@@ -148,13 +165,23 @@ class TopologyBuilder:
         fn: Any,
         name: str | None,
         on_error: PolicyArg,
+        *,
+        retry: RetryArg = None,
         **extra: Any,
     ) -> str:
         if fn is not None and not callable(fn) and not callable(getattr(fn, "process", None)):
             raise TopologyError(f"{kind} step needs a function, got {fn!r}")
         node_name = self._unique(name or _fn_name(fn) or str(kind))
         self._add(
-            StepNode(node_name, kind, (parent,), fn=fn, on_error=as_policy(on_error), **extra)
+            StepNode(
+                node_name,
+                kind,
+                (parent,),
+                fn=fn,
+                on_error=as_policy(on_error),
+                retry=as_retry(retry),
+                **extra,
+            )
         )
         return node_name
 
@@ -173,9 +200,12 @@ class Stream:
         """The name of the node (and ``:output``) this stream comes from."""
         return str(self._edge)
 
-    def _then(self, kind: StepKind, fn: Any, name: str | None, on_error: PolicyArg) -> Stream:
+    def _then(
+        self, kind: StepKind, fn: Any, name: str | None, on_error: PolicyArg, retry: RetryArg
+    ) -> Stream:
         return Stream(
-            self._builder, Edge(self._builder._step(kind, self._edge, fn, name, on_error))
+            self._builder,
+            Edge(self._builder._step(kind, self._edge, fn, name, on_error, retry=retry)),
         )
 
     def map(
@@ -184,15 +214,21 @@ class Stream:
         *,
         name: str | None = None,
         on_error: PolicyArg = None,
+        retry: RetryArg = None,
     ) -> Stream:
         """Replace each envelope with ``fn(envelope)``."""
-        return self._then(StepKind.MAP, fn, name, on_error)
+        return self._then(StepKind.MAP, fn, name, on_error, retry)
 
     def filter(
-        self, fn: Callable[[Envelope], bool], *, name: str | None = None, on_error: PolicyArg = None
+        self,
+        fn: Callable[[Envelope], bool],
+        *,
+        name: str | None = None,
+        on_error: PolicyArg = None,
+        retry: RetryArg = None,
     ) -> Stream:
         """Keep envelopes for which ``fn`` is true; drop the rest."""
-        return self._then(StepKind.FILTER, fn, name, on_error)
+        return self._then(StepKind.FILTER, fn, name, on_error, retry)
 
     def flat_map(
         self,
@@ -200,9 +236,10 @@ class Stream:
         *,
         name: str | None = None,
         on_error: PolicyArg = None,
+        retry: RetryArg = None,
     ) -> Stream:
         """Replace each envelope with zero or more, in the order ``fn`` yields them."""
-        return self._then(StepKind.FLAT_MAP, fn, name, on_error)
+        return self._then(StepKind.FLAT_MAP, fn, name, on_error, retry)
 
     def peek(
         self,
@@ -210,15 +247,21 @@ class Stream:
         *,
         name: str | None = None,
         on_error: PolicyArg = None,
+        retry: RetryArg = None,
     ) -> Stream:
         """Call ``fn`` for its side effect; pass the envelope on unchanged."""
-        return self._then(StepKind.PEEK, fn, name, on_error)
+        return self._then(StepKind.PEEK, fn, name, on_error, retry)
 
     def rekey(
-        self, fn: Callable[[Envelope], str], *, name: str | None = None, on_error: PolicyArg = None
+        self,
+        fn: Callable[[Envelope], str],
+        *,
+        name: str | None = None,
+        on_error: PolicyArg = None,
+        retry: RetryArg = None,
     ) -> Stream:
         """Set each envelope's key to ``fn(envelope)``; sinks partition by the new key."""
-        return self._then(StepKind.REKEY, fn, name, on_error)
+        return self._then(StepKind.REKEY, fn, name, on_error, retry)
 
     def process(
         self,
@@ -227,6 +270,7 @@ class Stream:
         outputs: Sequence[str] | None = None,
         name: str | None = None,
         on_error: PolicyArg = None,
+        retry: RetryArg = None,
     ) -> Any:
         """A processor: ``fn(envelope, ctx)`` or an object with ``process(envelope, ctx)``
         (a class is instantiated once per run; ``init(ctx)`` and ``close()`` are called when
@@ -235,7 +279,7 @@ class Stream:
         ``outputs=[...]`` a ``dict`` of them by output name."""
         outs = tuple(outputs) if outputs else (DEFAULT_OUTPUT,)
         node_name = self._builder._step(
-            StepKind.PROCESS, self._edge, processor, name, on_error, outputs=outs
+            StepKind.PROCESS, self._edge, processor, name, on_error, retry=retry, outputs=outs
         )
         if outputs is None:
             return Stream(self._builder, Edge(node_name))
@@ -247,6 +291,7 @@ class Stream:
         default: str | None = None,
         name: str | None = None,
         on_error: PolicyArg = None,
+        retry: RetryArg = None,
         **predicates: Callable[[Envelope], bool],
     ) -> dict[str, Stream]:
         """Route each envelope to the first output whose predicate is true (predicates are
@@ -261,6 +306,7 @@ class Stream:
             None,
             name or "branch",
             on_error,
+            retry=retry,
             outputs=outs,
             predicates=tuple(predicates.items()),
             default=default,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from streams.failures.policy import RetryPolicy
 from streams.topology.names import TopicRef
 from streams.topology.policy import ErrorPolicy
 
@@ -78,6 +79,7 @@ class StepNode:
     predicates: tuple[tuple[str, Callable[[Any], bool]], ...] = ()
     default: str | None = None
     on_error: ErrorPolicy | None = None
+    retry: RetryPolicy | None = None  # overrides the topology's retry policy
 
     def describe_fn(self) -> str:
         target = self.fn

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from streams.envelope import Envelope
+from streams.failures.policy import RetryPolicy
 from streams.topology.context import RecordMeta
 from streams.topology.errors import TopologyError
 
@@ -64,6 +65,17 @@ def as_policy(value: ErrorPolicy | ErrorAction | str | None) -> ErrorPolicy | No
             f"unknown error policy {value!r}: use {[a.value for a in ErrorAction]} or a function"
         ) from None
     return fail if action is ErrorAction.FAIL else skip
+
+
+RetryArg = RetryPolicy | str | None
+
+
+def as_retry(value: RetryArg) -> RetryPolicy | None:
+    """A ``RetryPolicy``, or a delay spec such as ``"1s, 30s"`` (one tier per delay).
+    Raises ``RetryPolicyError`` (a StreamsError) for a bad spec."""
+    if value is None or isinstance(value, RetryPolicy):
+        return value
+    return RetryPolicy.parse(value)
 
 
 class StepFailed(Exception):  # noqa: N818 - a signal between executor frames, not a user error

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from streams.failures.policy import RetryPolicy
 from streams.topology.errors import TopologyError
 from streams.topology.names import Owned, TopicRef, check_app_id, resolve_topic
 from streams.topology.nodes import Node, SinkNode, SourceNode, StepNode
@@ -33,11 +34,14 @@ class Topology:
         nodes: Mapping[str, Node],
         *,
         on_error: ErrorPolicy | None = None,
+        retry: RetryPolicy | None = None,
         description: str = "",
     ) -> None:
         self.app_id = app_id
         self.nodes: dict[str, Node] = dict(nodes)
         self.on_error = on_error
+        # Failure routing (retry tiers, DLQ) when set; else failures follow ``on_error``.
+        self.retry = retry
         self.description = description
         children: dict[str, dict[str, list[str]]] = {
             name: {out: [] for out in node.outputs} for name, node in self.nodes.items()
@@ -53,7 +57,26 @@ class Topology:
         problem = check_app_id(app_id)
         if problem:
             raise TopologyError(problem)
-        return Topology(app_id, self.nodes, on_error=self.on_error, description=self.description)
+        return Topology(
+            app_id,
+            self.nodes,
+            on_error=self.on_error,
+            retry=self.retry,
+            description=self.description,
+        )
+
+    def retry_for(self, step: str | None) -> RetryPolicy | None:
+        """The retry policy for a failure in ``step``: its own, else the topology's."""
+        node = self.nodes.get(step) if step else None
+        own = node.retry if isinstance(node, StepNode) else None
+        return own or self.retry
+
+    @property
+    def retry_policies(self) -> list[RetryPolicy]:
+        """Every retry policy in use (the topology's first): retry topics cover them all."""
+        found = [self.retry] if self.retry is not None else []
+        found += [n.retry for n in self.steps if n.retry is not None]
+        return found
 
     def children(self, node: str) -> dict[str, list[str]]:
         """``{output: [child node names]}`` of ``node``, outputs in declaration order."""
