@@ -20,8 +20,12 @@ from typing import Any
 from streams.codec import Codec, DecodeError
 from streams.envelope import Envelope
 from streams.errors import StreamsError
+from streams.state.base import Transaction
+from streams.state.testing import RecordingProducer
+from streams.testing.driver_state import DriverState
 from streams.topology.context import RecordMeta
 from streams.topology.decoding import decode_source
+from streams.topology.errors import TopologyError
 from streams.topology.nodes import SinkNode, SourceNode
 from streams.topology.partitioning import partition_for
 from streams.topology.plan import Plan
@@ -120,7 +124,11 @@ class TestDriver:
         self._outputs: dict[str, list[OutputRecord]] = {}
         self._read_upto: dict[str, int] = {}
         self.skipped: list[ProcessingFailure] = []
-        self._plan = Plan(topology, self._emit)
+        self._state: DriverState | None = None
+        if topology.stores:
+            self._state = DriverState(topology, self._current_partition, self._clock)
+        stores = self._state.routed if self._state is not None else None
+        self._plan = Plan(topology, self._emit, stores, clock=self._clock)
 
     # -- input -------------------------------------------------------------------------------
     def pipe(
@@ -187,8 +195,37 @@ class TestDriver:
         self._run(msg, env)
 
     def advance_time(self, ms: int) -> None:
-        """Move the record timestamp clock forward (each piped record also adds 1 ms)."""
+        """Move the record timestamp clock forward (each piped record also adds 1 ms).
+
+        It is also the clock of stores and dedup windows: advancing past a ``ttl`` expires."""
         self._time_ms += ms
+
+    def _clock(self) -> float:
+        return self._time_ms / 1000
+
+    def _current_partition(self) -> int:
+        msg = self._plan.current.message
+        if msg is None:
+            raise TopologyError("a state store was used outside of processing a record")
+        return msg.partition() or 0
+
+    # -- state -------------------------------------------------------------------------------
+    def store(self, name: str, partition: int = 0) -> Transaction:
+        """Store ``name``'s partition ``partition`` as processors see it (to inspect or seed).
+        Raises TopologyError for an unknown store or a partition no record has reached."""
+        if self._state is None:
+            raise TopologyError(f"topology {self.topology.app_id!r} declares no stores")
+        return self._state.store(name, partition)
+
+    @property
+    def duplicates(self) -> int:
+        """Records dropped by dedup steps so far."""
+        return self._plan.duplicates
+
+    @property
+    def changelog(self) -> RecordingProducer | None:
+        """What the stores wrote to their changelogs (None without stores)."""
+        return self._state.changelog if self._state is not None else None
 
     # -- output ------------------------------------------------------------------------------
     def records(self, topic: str) -> list[OutputRecord]:
@@ -245,15 +282,24 @@ class TestDriver:
         return DriverMessage(topic, partition, offset, ts, key, value, headers)
 
     def _run(self, msg: DriverMessage, env: Envelope) -> None:
-        plan = self._plan
+        plan, state = self._plan, self._state
         plan.current.message = msg
+        if state is not None:
+            state.begin(msg.topic(), msg.partition())
         try:
             plan.entry(msg.topic())(env)
         except StepFailed as exc:
             failure = ProcessingFailure(exc.step, exc.error, RecordMeta.from_message(msg), env)
-            self._failed(failure, exc.policy)
+            try:
+                self._failed(failure, exc.policy)
+            except ProcessingError:
+                if state is not None:
+                    state.abort()  # a failed record's changes are never committed
+                raise
         finally:
             plan.current.message = None
+        if state is not None:
+            state.commit(msg.topic(), msg.partition(), msg.offset() + 1)
 
     def _failed(self, failure: ProcessingFailure, step_policy: Any) -> None:
         policy = step_policy or self.topology.on_error or fail

@@ -7,6 +7,10 @@
     routes["rejected"].map(to_rejected).to(owned("rejected"), type="order.rejected", version=1)
     topology = builder.build()     # validates; raises TopologyValidationError
 
+State: ``placed.dedup(ttl=7 * 86400)`` drops records whose envelope id was seen within the
+window; ``builder.store("totals")`` declares a store processors use via ``ctx.store``.
+``TopologyBuilder(..., processing_guarantee="exactly_once")`` runs it in transactions.
+
 Every step takes ``name=`` (default: the function's name, made unique), ``on_error=``
 (a policy for this step; see ``streams.topology.policy``) and ``retry=`` (this step's
 ``RetryPolicy`` or a delay spec like ``"1s, 30s"``, overriding the builder's ``retry=``:
@@ -34,6 +38,7 @@ from streams.topology.nodes import (
     StepNode,
 )
 from streams.topology.policy import ErrorAction, ErrorPolicy, RetryArg, as_policy, as_retry
+from streams.topology.stores import DedupSpec, StoreSpec
 from streams.topology.topology import Topology
 from streams.topology.validation import CatalogLike, validate
 
@@ -52,12 +57,15 @@ class TopologyBuilder:
         on_error: PolicyArg = None,
         retry: RetryArg = None,
         description: str = "",
+        processing_guarantee: str = "at_least_once",
     ) -> None:
         self.app_id = app_id
         self.on_error = as_policy(on_error)
         self.retry = as_retry(retry)
         self.description = description
+        self.processing_guarantee = processing_guarantee
         self._nodes: dict[str, Node] = {}
+        self._stores: dict[str, StoreSpec] = {}
         self._problems: list[str] = []
 
     # -- fluent entry point --------------------------------------------------------------
@@ -122,6 +130,20 @@ class TopologyBuilder:
     ) -> None:
         self._add(SinkNode(name, topic, type, version, tuple(Edge.parse(p) for p in parents)))
 
+    def store(self, name: str, *, backend: str = "rocksdb", source: TopicRef | None = None) -> None:
+        """Declare a key-value store processors reach with ``ctx.store(name)``.
+
+        ``backend``: ``"rocksdb"`` (on disk) or ``"memory"``. ``source``: the source topic
+        it is partitioned like (default: the topology's only source). Backed by the
+        compacted changelog ``<app>-<name>-changelog``, which the runtime creates."""
+        self._add_store(StoreSpec(name, backend, source))
+
+    def _add_store(self, spec: StoreSpec) -> None:
+        if spec.name in self._stores:
+            self._problems.append(f"two stores are named {spec.name!r}")
+            return
+        self._stores[spec.name] = spec
+
     # -- build -------------------------------------------------------------------------------
     def build(self, catalog: CatalogLike | None = _DEFAULT_CATALOG) -> Topology:
         """Validate and return the topology. Raises ``TopologyValidationError`` listing every
@@ -137,6 +159,8 @@ class TopologyBuilder:
             on_error=self.on_error,
             retry=self.retry,
             description=self.description,
+            stores=self._stores,
+            processing_guarantee=self.processing_guarantee,
         )
         problems = self._problems + validate(topology, catalog)
         if problems:
@@ -284,6 +308,45 @@ class Stream:
         if outputs is None:
             return Stream(self._builder, Edge(node_name))
         return {o: Stream(self._builder, Edge(node_name, o)) for o in outs}
+
+    def dedup(
+        self,
+        *,
+        ttl: float,
+        by: Callable[[Envelope], str | bytes] | None = None,
+        duplicates_to: str | None = None,
+        backend: str = "rocksdb",
+        name: str | None = None,
+        on_error: PolicyArg = None,
+    ) -> Any:
+        """Pass each record on the first time its id is seen within ``ttl`` seconds; drop
+        (count, log at DEBUG) the others.
+
+        ``by``: the id (default: the envelope id). The ids are kept in the step's own store
+        (named after the step, ``backend`` as in ``store()``), so dedup holds across
+        restarts and rebalances. ``duplicates_to``: the name of a second output receiving
+        the duplicates (for auditing); ``dedup`` then returns ``{"out": unique,
+        duplicates_to: duplicates}`` instead of the stream of unique records."""
+        if ttl <= 0:
+            raise TopologyError(f"dedup needs a positive ttl in seconds, got {ttl!r}")
+        if duplicates_to == DEFAULT_OUTPUT:
+            raise TopologyError(f"duplicates_to must not be {DEFAULT_OUTPUT!r}")
+        b = self._builder
+        node_name = b._unique(name or "dedup")
+        outs = (DEFAULT_OUTPUT,) if duplicates_to is None else (DEFAULT_OUTPUT, duplicates_to)
+        b._add_store(StoreSpec(node_name, backend, owner=node_name))
+        b._step(
+            StepKind.DEDUP,
+            self._edge,
+            by,
+            node_name,
+            on_error,
+            outputs=outs,
+            dedup=DedupSpec(float(ttl), node_name),
+        )
+        if duplicates_to is None:
+            return Stream(b, Edge(node_name))
+        return {o: Stream(b, Edge(node_name, o)) for o in outs}
 
     def branch(
         self,

@@ -66,7 +66,9 @@ class ProcessorContext:
       outputs; it may be left out when the processor has exactly one output.
     - ``record``: topic, partition, offset, timestamp, key and headers of the input record.
     - ``app_id``: the running app.
-    - ``store(name)``: a state store of the topology (none exist yet: raises).
+    - ``store(name)``: a state store the topology declares (``builder.store(name)``): a
+      ``streams.state.Transaction`` (``get/set/delete/exists``, with ``ttl``) over the
+      current record's partition; writes reach the changelog at the next commit.
     """
 
     __slots__ = ("_current", "_default", "_outputs", "_stores", "app_id", "node")

@@ -18,6 +18,8 @@ def _what(t: Topology, node: Node) -> str:
         )
     fn = node.describe_fn()
     detail = f"{node.kind}{', ' + fn if fn and fn != node.name else ''}"
+    if node.dedup is not None:
+        detail += f", ttl {node.dedup.ttl:g} s, store {node.dedup.store}"
     if node.on_error is not None:
         detail += f", on_error: {getattr(node.on_error, '__name__', node.on_error)}"
     return f"Processor: {node.name} ({detail})"
@@ -40,6 +42,15 @@ def describe_text(t: Topology) -> str:
     lines.append(f"  written: {', '.join(t.topics_written) or '-'}")
     owned = [f"{o.name} ({o.purpose})" for o in t.owned_topics]
     lines.append(f"  owned:   {', '.join(owned) or '-'}")
+    if t.stores:
+        lines.append("Stores:")
+        for name, spec in t.stores.items():
+            lines.append(
+                f"  {name} ({spec.backend}, changelog {t.changelog_topics[name]}"
+                f", partitioned like {t.store_source(name)})"
+            )
+    if t.processing_guarantee != "at_least_once":
+        lines.append(f"Processing guarantee: {t.processing_guarantee}")
     return "\n".join(lines) + "\n"
 
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streams.failures.policy import RetryPolicy
 from streams.topology.names import TopicRef
 from streams.topology.policy import ErrorPolicy
+
+if TYPE_CHECKING:
+    from streams.topology.stores import DedupSpec
 
 DEFAULT_OUTPUT = "out"
 
@@ -25,6 +28,7 @@ class StepKind(StrEnum):
     REKEY = "rekey"
     BRANCH = "branch"
     PROCESS = "process"
+    DEDUP = "dedup"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +72,9 @@ class StepNode:
     - process: a function ``(Envelope, ProcessorContext) -> None | Envelope | Iterable``
       or an object with such a ``process`` method (a class is instantiated once per run);
     - branch: ``predicates`` holds ``(output, predicate)`` pairs, first match wins; records
-      that match none go to ``default`` when set, else are dropped like a filter's.
+      that match none go to ``default`` when set, else are dropped like a filter's;
+    - dedup: ``(Envelope) -> str | bytes`` (the id; None: the envelope id), ``dedup`` holds
+      the window and the store; a second output, when declared, receives the duplicates.
     """
 
     name: str
@@ -80,6 +86,7 @@ class StepNode:
     default: str | None = None
     on_error: ErrorPolicy | None = None
     retry: RetryPolicy | None = None  # overrides the topology's retry policy
+    dedup: DedupSpec | None = None  # the window and store of a dedup step
 
     def describe_fn(self) -> str:
         target = self.fn

@@ -6,6 +6,10 @@ decoded envelope at a time, in offset order per partition, after setting
 ``run`` returns, every sink the record reaches has been handed its envelope through
 ``emit`` (in the order the steps produced them). Nothing here touches Kafka.
 
+State: ``stores`` maps each declared store name to the object processors get from
+``ctx.store(name)`` (a ``streams.state.RoutedStore``: the current record's partition);
+dedup steps use theirs with ``clock`` as "now".
+
 Errors: a step whose function raises, or a sink whose envelope fails to encode
 (``EncodeError`` from ``emit``), becomes ``StepFailed`` (carrying the step name and its own
 policy), which propagates out of ``run`` for the executor to apply the policy. Any other
@@ -14,11 +18,13 @@ exception from ``emit`` (a broken producer) propagates unchanged.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from streams.codec.errors import EncodeError
 from streams.envelope import Envelope
+from streams.state.dedup import Dedup
 from streams.topology.context import Current, ProcessorContext
 from streams.topology.errors import TopologyError
 from streams.topology.nodes import SinkNode, SourceNode, StepKind, StepNode
@@ -43,12 +49,20 @@ class Plan:
     ``topic``; ``close()`` closes class processors."""
 
     def __init__(
-        self, topology: Topology, emit: Emit, stores: Mapping[str, Any] | None = None
+        self,
+        topology: Topology,
+        emit: Emit,
+        stores: Mapping[str, Any] | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.topology = topology
         self.current = Current()
         self._emit = emit
         self._stores = dict(stores or {})
+        self.clock = clock
+        """Seconds since the epoch for dedup windows (the executor's processing clock)."""
+        self.dedups: list[Dedup] = []
         self._compiled: dict[str, Run] = {}
         self._closers: list[Callable[[], object]] = []
         self.sources: dict[str, SourceNode] = {}
@@ -60,6 +74,11 @@ class Plan:
 
     def entry(self, topic: str) -> Run:
         return self.entries[topic]
+
+    @property
+    def duplicates(self) -> int:
+        """Records dropped by the plan's dedup steps so far."""
+        return sum(d.duplicates for d in self.dedups)
 
     def close(self) -> None:
         for close in self._closers:
@@ -239,6 +258,41 @@ def _branch(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     return branch_step
 
 
+def _envelope_id(env: Envelope) -> str:
+    return env.id
+
+
+def _dedup(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    spec = node.dedup
+    store = plan._stores.get(spec.store) if spec is not None else None
+    if spec is None or store is None:
+        raise TopologyError(
+            f"dedup step {node.name!r} has no state store: run the topology with the runtime "
+            "or the TestDriver, which open its store"
+        )
+    dedup = Dedup(store.transaction, spec.ttl)
+    plan.dedups.append(dedup)
+    by: Callable[[Envelope], Any] = node.fn or _envelope_id
+    first, clock = dedup.first, plan.clock
+    nxt = outs[node.outputs[0]]
+    duplicate = outs[node.outputs[1]] if len(node.outputs) > 1 else _noop
+    name, policy = node.name, node.on_error
+
+    def dedup_step(env: Envelope) -> None:
+        try:
+            key = by(env)
+            if not isinstance(key, (str, bytes)):
+                raise TypeError(f"dedup id must be str or bytes, got {type(key).__name__}")
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        if first(key, clock()):
+            nxt(env)
+        else:
+            duplicate(env)
+
+    return dedup_step
+
+
 _STEP_BUILDERS: dict[StepKind, Callable[[Plan, StepNode, dict[str, Run]], Run]] = {
     StepKind.MAP: _map,
     StepKind.FILTER: _filter,
@@ -247,4 +301,5 @@ _STEP_BUILDERS: dict[StepKind, Callable[[Plan, StepNode, dict[str, Run]], Run]] 
     StepKind.REKEY: _rekey,
     StepKind.BRANCH: _branch,
     StepKind.PROCESS: Plan._process,
+    StepKind.DEDUP: _dedup,
 }

@@ -6,10 +6,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from streams.failures.policy import RetryPolicy
+from streams.state.changelog import changelog_topic
 from streams.topology.errors import TopologyError
 from streams.topology.names import Owned, TopicRef, check_app_id, resolve_topic
 from streams.topology.nodes import Node, SinkNode, SourceNode, StepNode
 from streams.topology.policy import ErrorPolicy
+from streams.topology.stores import StoreSpec, store_source
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,8 @@ class Topology:
         on_error: ErrorPolicy | None = None,
         retry: RetryPolicy | None = None,
         description: str = "",
+        stores: Mapping[str, StoreSpec] | None = None,
+        processing_guarantee: str = "at_least_once",
     ) -> None:
         self.app_id = app_id
         self.nodes: dict[str, Node] = dict(nodes)
@@ -43,6 +47,10 @@ class Topology:
         # Failure routing (retry tiers, DLQ) when set; else failures follow ``on_error``.
         self.retry = retry
         self.description = description
+        # Declared state stores by name (``streams.topology.stores``).
+        self.stores: dict[str, StoreSpec] = dict(stores or {})
+        # ``at_least_once`` (default) or ``exactly_once`` (transactions).
+        self.processing_guarantee = processing_guarantee
         children: dict[str, dict[str, list[str]]] = {
             name: {out: [] for out in node.outputs} for name, node in self.nodes.items()
         }
@@ -63,6 +71,8 @@ class Topology:
             on_error=self.on_error,
             retry=self.retry,
             description=self.description,
+            stores=self.stores,
+            processing_guarantee=self.processing_guarantee,
         )
 
     def retry_for(self, step: str | None) -> RetryPolicy | None:
@@ -121,6 +131,18 @@ class Topology:
                 name = self.topic(sink.topic)
                 seen.setdefault(name, OwnedTopic(name, "output", {}))
         return list(seen.values())
+
+    @property
+    def changelog_topics(self) -> dict[str, str]:
+        """``{store name: <app>-<store>-changelog}``; the runtime creates and checks them."""
+        return {name: changelog_topic(self.app_id, name) for name in self.stores}
+
+    def store_source(self, name: str) -> str:
+        """The source topic store ``name`` is partitioned like (validated at build)."""
+        topic = store_source(self, self.stores[name])
+        if topic is None:
+            raise TopologyError(f"store {name!r}: no single source topic feeds it")
+        return topic
 
     def describe(self, format: str = "text") -> str:
         """Text like Kafka Streams' ``Topology.describe()``, or a Mermaid flowchart."""

@@ -2,7 +2,8 @@
 
 Checked: app id and topic names; duplicate and unknown node names; cycles (between steps,
 and through topics: a sink writing a topic the topology reads); outputs that go nowhere;
-sources and sinks whose ``type``@``version`` the schema catalog does not have.
+sources and sinks whose ``type``@``version`` the schema catalog does not have; stores
+(legal changelog name, known backend, one source topic) and the processing guarantee.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Protocol
 
 from streams.topology.names import check_app_id, check_topic
 from streams.topology.nodes import SinkNode, SourceNode, StepKind, StepNode
+from streams.topology.stores import store_problems
 from streams.topology.topology import Topology
 
 
@@ -33,6 +35,7 @@ def validate(topology: Topology, catalog: CatalogLike | None) -> list[str]:
     problems += _cycles(topology)
     problems += _topics(topology)
     problems += _dead_ends(topology)
+    problems += store_problems(topology)
     if catalog is not None:
         problems += _schemas(topology, catalog)
     return problems
