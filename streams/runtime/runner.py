@@ -16,6 +16,9 @@ Contract and timing:
   group). Lost partitions (the session expired) are dropped without a commit.
 - A failed record (policy FAIL) is never committed: earlier records are flushed and
   committed, then ``run`` raises ``RecordFailed``. A refused output raises ``DeliveryError``.
+- With a ``RetryPolicy`` on the topology (or a step), failures do not stop the runtime: they
+  go through retry topics to a DLQ, in order per key (``streams.runtime.failure_routing``);
+  outputs of a record are sent once it succeeds.
 - No per-record INFO logs; errors are logged with app, topic, partition and offset bound.
 """
 
@@ -32,6 +35,7 @@ from streams.envelope import Envelope
 from streams.logs import get_logger
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import RecordFailed, RuntimeFailure
+from streams.runtime.failure_routing import FailureRouting, widest_policy
 from streams.runtime.offsets import InFlight, PartitionOffsets
 from streams.runtime.sink import OutputSink
 from streams.runtime.status import Stats
@@ -70,8 +74,23 @@ class Runtime:
         self._partitions: dict[TP, PartitionOffsets] = {}
         self._entry = InFlight(-1)  # the record being processed
         self._plan = Plan(topology, self._emit)
-        self._consumer = Consumer(config.consumer_config(topology.app_id))
+        consumer_config = config.consumer_config(topology.app_id)
         self._sink = OutputSink(Producer(config.producer_config()))
+        self._routing: FailureRouting | None = None
+        if topology.retry_policies:  # failures go through retry topics to a DLQ
+            policy = topology.retry or widest_policy(topology)
+            assert policy is not None
+            self._routing = FailureRouting(
+                topology,
+                policy if topology.retry else policy.no_retries(),
+                bootstrap=config.bootstrap,
+                codec=codec,
+                sink=self._sink,
+                stats=self.stats,
+            )
+            self._routing.plan = self._plan
+            consumer_config = {**consumer_config, **self._routing.consumer_overrides}
+        self._consumer = Consumer(consumer_config)
 
     # -- control -------------------------------------------------------------------------
     def stop(self) -> None:
@@ -85,8 +104,14 @@ class Runtime:
     def run(self) -> None:
         """Consume, process and commit until stopped. Raises RuntimeFailure on failure."""
         consumer = self._consumer
+        topics = self.topology.topics_read
+        if self._routing is not None:
+            from streams.admin import admin_client  # noqa: PLC0415 - only with routing
+
+            self._routing.setup(admin_client(self.config.bootstrap))
+            topics = self._routing.topics
         consumer.subscribe(
-            self.topology.topics_read,
+            topics,
             on_assign=self._on_assign,
             on_revoke=self._on_revoke,
             on_lost=self._on_lost,
@@ -108,9 +133,13 @@ class Runtime:
     def _loop(self) -> None:
         sink, cfg = self._sink, self.config
         process = self._process
+        routing = self._routing
         last_commit = last_tick = time.monotonic()
         while not self._stopping:
             batch = self._next_batch()
+            if routing is not None:  # retry records wait for their due time, paused
+                routing.resume(self._consumer)
+                batch = routing.sift(self._consumer, batch)
             for msg in batch:
                 err = msg.error()
                 if err is not None:
@@ -136,7 +165,10 @@ class Runtime:
         batch = consumer.consume(n, timeout=0)
         if batch:
             return batch
-        first = consumer.poll(self.config.poll_timeout_s)
+        wait = self.config.poll_timeout_s
+        if self._routing is not None:
+            wait = self._routing.poll_timeout(wait)
+        first = consumer.poll(wait)
         if first is None:
             return []
         return [first, *consumer.consume(n - 1, timeout=0)] if n > 1 else [first]
@@ -149,6 +181,10 @@ class Runtime:
         entry = offsets.begin(cast(int, msg.offset()))
         self._entry = entry
         self.stats.consumed += 1
+        if self._routing is not None:
+            self._routing.process(msg, entry)
+            entry.release()
+            return
         plan = self._plan
         source = plan.sources[topic]
         try:
@@ -166,6 +202,9 @@ class Runtime:
     def _emit(self, _sink: SinkNode, topic: str, env: Envelope) -> None:
         value, headers = self.codec.encode(env)
         key = env.key.encode() if env.key is not None else None
+        if self._routing is not None:  # sent when the record succeeds, dropped if it fails
+            self._routing.outbox.append((topic, key, value, headers))
+            return
         self._sink.send(topic, key=key, value=value, headers=headers, entry=self._entry)
         self.stats.produced += 1
 
@@ -206,6 +245,11 @@ class Runtime:
     ) -> None:
         """Commit each partition's finished prefix. ``force`` re-sends offsets already sent
         (an asynchronous commit may have failed unseen)."""
+        if self._routing is not None:  # waiting rooms durable before the offsets move
+            self._routing.before_commit(
+                self._sink.producer,
+                {(po.topic, po.partition): po.committable() or 0 for po in partitions},
+            )
         pending = []
         for po in partitions:
             nxt = po.committable() if force else po.pending_commit()
@@ -239,6 +283,8 @@ class Runtime:
     def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self._partitions[(tp.topic, tp.partition)] = PartitionOffsets(tp.topic, tp.partition)
+        if self._routing is not None:
+            self._routing.assigned(partitions)
         self.stats.partitions = len(self._partitions)
         self.stats.rebalances += 1
         self._log.info("partitions assigned", partitions=_names(partitions))
@@ -252,12 +298,16 @@ class Runtime:
         self._flush_and_commit(revoked)
         for po in revoked:
             del self._partitions[(po.topic, po.partition)]
+        if self._routing is not None:
+            self._routing.revoked([(tp.topic, tp.partition) for tp in partitions])
         self.stats.partitions = len(self._partitions)
         self._log.info("partitions revoked", partitions=_names(partitions))
 
     def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self._partitions.pop((tp.topic, tp.partition), None)
+        if self._routing is not None:
+            self._routing.revoked([(tp.topic, tp.partition) for tp in partitions])
         self.stats.partitions = len(self._partitions)
         self._log.warning("partitions lost", partitions=_names(partitions))
 
@@ -286,6 +336,8 @@ class Runtime:
         finally:
             self._plan.close()
             self._consumer.close()  # leaves the group: the revoke callback commits again
+            if self._routing is not None:
+                self._routing.close()
             if failure is None:
                 self._log.info(
                     "stopped", consumed=self.stats.consumed, produced=self.stats.produced

@@ -52,8 +52,8 @@ class OutputSink:
         topic: str,
         *,
         key: bytes | None,
-        value: bytes,
-        headers: Sequence[tuple[str, bytes]],
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]],
         entry: InFlight,
         partition: int | None = None,
     ) -> None:

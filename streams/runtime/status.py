@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from streams.logs import get_logger
 
@@ -19,6 +19,8 @@ class Stats:
     partitions: int = 0
     lag: int | None = None
     rebalances: int = 0
+    # Failure routing counters (retried, recovered, dead_lettered, dlq_depth, by_error).
+    failures: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
 
 

@@ -1,0 +1,225 @@
+"""Failure routing in the native runtime on a real broker: retries keep per-key order and
+do not hold up other keys; permanent failures and undecodable records land in the DLQ with
+their error headers, and the partition keeps moving."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import fastavro
+import pytest
+from confluent_kafka import Message, Producer
+
+from streams.admin import admin_client
+from streams.codec import AvroCodec
+from streams.envelope import Envelope
+from streams.failures import RetryPolicy
+from streams.failures.headers import KIP_1034_HEADERS, parse_failure_headers
+from streams.runtime import Runtime, RuntimeConfig
+from streams.runtime.topics import prepare_topics
+from streams.schemas import default_catalog
+from streams.testing import TopicFactory, TopicReader, produce_envelopes
+from streams.testing.topics import unique_topic_name
+from streams.topology import Topology, TopologyBuilder, owned
+
+CODEC = AvroCodec(default_catalog())
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+
+
+def payment(pid: str, order: str, amount: int = 100) -> Envelope:
+    data = {
+        "payment_id": pid,
+        "order_id": order,
+        "amount_cents": amount,
+        "currency": "EUR",
+        "method": "CARD",
+    }
+    return Envelope.new("payment.captured", data, key=order, source="test")
+
+
+class Running:
+    """A Runtime on a background thread; ``stop()`` joins it and returns its exception."""
+
+    def __init__(self, topology: Topology, bootstrap: str) -> None:
+        prepare_topics(admin_client(bootstrap), topology)
+        self.runtime = Runtime(
+            topology, RuntimeConfig(bootstrap=bootstrap, batch_size=50, commit_interval_s=0.5)
+        )
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.runtime.run()
+        except BaseException as exc:
+            self.error = exc
+
+    def stop(self, timeout: float = 60) -> BaseException | None:
+        self.runtime.stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the runtime did not stop"
+        return self.error
+
+
+@pytest.fixture
+def running() -> Iterator[list[Running]]:
+    started: list[Running] = []
+    yield started
+    for r in started:
+        r.stop()
+
+
+def pids(records: list[Message]) -> list[str]:
+    return [CODEC.decode(m.value(), cast(Any, m.headers())).data["payment_id"] for m in records]
+
+
+def relabelled(
+    env: Envelope, *, type_: str | None = None, version: int | None = None
+) -> tuple[bytes, list[tuple[str, bytes]]]:
+    """``env`` as a well-formed envelope claiming another type or version (consistent
+    headers included), as a producer with a newer catalog would write it."""
+    value, headers = CODEC.encode(env)
+    schema = fastavro.parse_schema(json.loads((SCHEMAS / "envelope.avsc").read_text()))
+    rec: Any = fastavro.schemaless_reader(io.BytesIO(value), schema, None)
+    rec["type"] = type_ or rec["type"]
+    rec["version"] = version or rec["version"]
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, schema, rec)
+    new = {"ce_type": rec["type"].encode(), "ce_dataversion": str(rec["version"]).encode()}
+    return buf.getvalue(), [(k, new.get(k, v)) for k, v in headers]
+
+
+def headers_of(msg: Message) -> dict[str, bytes | None]:
+    return dict(cast(Any, msg.headers()) or [])
+
+
+def test_a_record_failing_twice_succeeds_once_in_key_order_without_delaying_other_keys(
+    kafka_bootstrap: str, make_topic: TopicFactory, running: list[Running]
+) -> None:
+    source = make_topic("pay-in", partitions=2)
+    app = unique_topic_name("retry")
+    attempts: Counter[str] = Counter()
+    seen_at: dict[str, float] = {}
+
+    def flaky(env: Envelope) -> Envelope:
+        pid = env.data["payment_id"]
+        attempts[pid] += 1
+        seen_at.setdefault(pid, time.monotonic())
+        if pid == "a-2" and attempts[pid] <= 2:
+            raise TimeoutError("card network timed out")
+        return env
+
+    builder = TopologyBuilder(app, retry=RetryPolicy.parse("1s, 1s"))
+    builder.source(source, type="payment.captured", version=1).map(flaky).to(
+        owned("out"), type="payment.captured", version=1
+    )
+    topology = builder.build()
+    running.append(Running(topology, kafka_bootstrap))
+    key_a = [payment(f"a-{i}", "order-a") for i in range(1, 5)]
+    others = [payment(f"b-{i}", f"order-b{i}") for i in range(1, 6)]
+    started = time.monotonic()
+    produce_envelopes(kafka_bootstrap, source, [*key_a[:2], *others, *key_a[2:]], CODEC)
+
+    with TopicReader(kafka_bootstrap, f"{app}-out") as reader:
+        records = reader.wait_for(lambda rs: len(rs) >= 9, 60, what="9 outputs")
+        reader.poll(1.0)  # nothing more arrives: a-2's failed attempts wrote nothing
+        records = reader.records
+    out = pids(records)
+    assert sorted(out) == sorted(e.data["payment_id"] for e in [*key_a, *others])
+    assert [p for p in out if p.startswith("a-")] == ["a-1", "a-2", "a-3", "a-4"]
+    assert attempts["a-2"] == 3
+    assert all(attempts[p] == 1 for p in ["a-1", "a-3", "a-4", *(f"b-{i}" for i in range(1, 6))])
+    # other keys went through before the first retry delay (1 s) was up
+    first_retry_due = seen_at["a-2"] + 1.0
+    assert all(seen_at[f"b-{i}"] < first_retry_due for i in range(1, 6)), (seen_at, started)
+    assert seen_at["a-3"] >= first_retry_due  # a-3 waited behind a-2
+    stats = running[0].runtime.stats.failures
+    assert stats["retried"] == 2 and stats["recovered"] == 1 and stats["dead_lettered"] == 0
+
+
+def test_a_record_failing_every_time_lands_in_the_dlq_and_its_key_moves_on(
+    kafka_bootstrap: str, make_topic: TopicFactory, running: list[Running]
+) -> None:
+    source = make_topic("pay-in", partitions=1)
+    app = unique_topic_name("dlq")
+
+    def refuse_negative(env: Envelope) -> Envelope:
+        if env.data["amount_cents"] < 0:
+            raise ValueError("negative amount")
+        return env
+
+    builder = TopologyBuilder(app, retry="1s, 1s")
+    builder.source(source, type="payment.captured", version=1).map(refuse_negative).to(
+        owned("out"), type="payment.captured", version=1
+    )
+    running.append(Running(builder.build(), kafka_bootstrap))
+    envs = [payment("k-1", "k"), payment("k-2", "k", -5), payment("k-3", "k"), payment("k-4", "k")]
+    produce_envelopes(kafka_bootstrap, source, envs, CODEC)
+
+    with TopicReader(kafka_bootstrap, f"{app}-{source}-dlq") as dlq:
+        (dead,) = dlq.wait_for(lambda rs: len(rs) >= 1, 60, what="the dead letter")
+    with TopicReader(kafka_bootstrap, f"{app}-out") as reader:
+        out = pids(reader.wait_for(lambda rs: len(rs) >= 3, 60, what="3 outputs"))
+    assert out == ["k-1", "k-3", "k-4"]
+
+    value, _ = CODEC.encode(envs[1])
+    assert dead.key() == b"k" and dead.value() == value  # the record untouched
+    hdrs = headers_of(dead)
+    assert all(name in hdrs for name in KIP_1034_HEADERS)
+    info = parse_failure_headers(cast(Any, dead.headers()))
+    assert info is not None
+    assert info.exception.endswith("ValueError") and info.message == "negative amount"
+    assert info.attempts == 3 and info.origin.topic == source and info.origin.offset == 1
+    assert info.app_id == app and info.step == "refuse_negative"
+    assert info.first_failure < info.last_failure
+    assert hdrs["ce_id"] == envs[1].id.encode()  # the original headers are kept
+
+
+def test_undecodable_records_go_to_the_dlq_without_retries(
+    kafka_bootstrap: str, make_topic: TopicFactory, running: list[Running]
+) -> None:
+    source = make_topic("pay-in", partitions=1)
+    app = unique_topic_name("bad")
+    calls: Counter[str] = Counter()
+
+    def count(env: Envelope) -> Envelope:
+        calls[env.data["payment_id"]] += 1
+        return env
+
+    builder = TopologyBuilder(app, retry="1s, 1s")
+    builder.source(source, type="payment.captured", version=1).map(count).to(
+        owned("out"), type="payment.captured", version=1
+    )
+    running.append(Running(builder.build(), kafka_bootstrap))
+
+    good_value, good_headers = CODEC.encode(payment("g-1", "k"))
+    other_value, other_headers = CODEC.encode(payment("g-2", "k"))
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    rows: list[tuple[bytes, Any]] = [
+        (good_value, good_headers),
+        (b"\x00garbage, not an envelope", None),
+        relabelled(payment("u-1", "k"), type_="shipment.sent"),
+        relabelled(payment("u-2", "k"), version=99),
+        (other_value, other_headers),
+    ]
+    for value, hdrs in rows:
+        producer.produce(source, value=value, key=b"k", headers=hdrs)
+    assert producer.flush(30) == 0
+
+    with TopicReader(kafka_bootstrap, f"{app}-{source}-dlq") as dlq:
+        dead = dlq.wait_for(lambda rs: len(rs) >= 3, 60, what="3 dead letters")
+    with TopicReader(kafka_bootstrap, f"{app}-out") as reader:
+        out = pids(reader.wait_for(lambda rs: len(rs) >= 2, 60, what="2 outputs"))
+    assert out == ["g-1", "g-2"]
+    infos = [parse_failure_headers(cast(Any, m.headers())) for m in dead]
+    assert [i.origin.offset for i in infos if i] == [1, 2, 3]
+    assert all(i is not None and i.attempts == 1 and i.stage.value == "decode" for i in infos)
+    assert [m.value() for m in dead] == [rows[1][0], rows[2][0], rows[3][0]]
