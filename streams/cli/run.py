@@ -41,6 +41,22 @@ ClientOpt = typer.Option(
     help="librdkafka setting KEY=VALUE for both clients; prefix consumer. or producer. "
     "for one (repeatable).",
 )
+GuaranteeOpt = typer.Option(
+    None,
+    "--guarantee",
+    help="at_least_once or exactly_once (transactions); default: the topology's.",
+)
+StateDirOpt = typer.Option(
+    None,
+    "--state-dir",
+    envvar="STREAMS_APP_STATE_DIR",
+    help="Where stores keep local state (default: $STREAMS_STATE_DIR/apps).",
+)
+InstanceIdOpt = typer.Option(
+    None,
+    "--instance-id",
+    help="Stable name of this instance (state dir, transactional.id); default: a free slot.",
+)
 StatusOpt = typer.Option(
     None, "--status/--no-status", help="Live status line (default: when stderr is a terminal)."
 )
@@ -55,17 +71,29 @@ def run(  # noqa: PLR0917 - a command's options
     batch_size: int = BatchOpt,
     client: list[str] = ClientOpt,
     status: bool | None = StatusOpt,
+    guarantee: str | None = GuaranteeOpt,
+    state_dir: str | None = StateDirOpt,
+    instance_id: str | None = InstanceIdOpt,
 ) -> None:
-    """Run a topology: consume its sources, process, write its sinks, commit (at-least-once)."""
+    """Run a topology: consume its sources, process, write its sinks, commit (at-least-once;
+    exactly-once with --guarantee exactly_once or the topology's processing_guarantee)."""
     topology = load_topology(file, app_id=app_id, params=parse_params(params))
     if instances > 1:
         args = [str(file), "--app-id", topology.app_id, "--bootstrap", bootstrap]
         args += [f"--set={p}" for p in params] + [f"-X{c}" for c in client]
         args += ["--batch-size", str(batch_size), "--no-status", "--instances", "1"]
+        args += ["--guarantee", guarantee] if guarantee else []
+        args += ["--state-dir", state_dir] if state_dir else []
         raise typer.Exit(_supervise(args, instances))
     consumer, producer = split_client_overrides(parse_params(client, option="-X"))
     config = RuntimeConfig(
-        bootstrap=bootstrap, batch_size=batch_size, consumer=consumer, producer=producer
+        bootstrap=bootstrap,
+        batch_size=batch_size,
+        consumer=consumer,
+        producer=producer,
+        processing_guarantee=guarantee,
+        state_dir=state_dir,
+        instance_id=instance_id,
     )
     run_instance(topology, config, live=status)
 

@@ -21,6 +21,14 @@ class RuntimeConfig:
     auto_offset_reset: str = "earliest"  # where a new group starts
     consumer: Mapping[str, Any] = field(default_factory=dict)
     producer: Mapping[str, Any] = field(default_factory=dict)
+    # None: the topology's; "at_least_once" or "exactly_once" (transactions) override it.
+    processing_guarantee: str | None = None
+    # Local state of stores (None: $STREAMS_STATE_DIR/apps, else ~/.local/state/streams/apps).
+    state_dir: str | None = None
+    # This instance's stable name (state dir, transactional.id); None: a free local slot.
+    instance_id: str | None = None
+    # Exactly-once: how long an open transaction of a dead instance blocks readers at most.
+    transaction_timeout_ms: int = 10_000
 
     def consumer_config(self, group_id: str) -> dict[str, Any]:
         return {
@@ -38,10 +46,20 @@ class RuntimeConfig:
             # default of 100k messages per partition costs tens of MB for nothing).
             "queued.max.messages.kbytes": 16_384,
             "queued.min.messages": 10_000,
+            # Never process records of aborted or open transactions (librdkafka's default,
+            # stated: exactly-once outputs upstream stay exactly-once through us).
+            "isolation.level": "read_committed",
             **self.consumer,
         }
 
-    def producer_config(self) -> dict[str, Any]:
+    def producer_config(self, transactional_id: str | None = None) -> dict[str, Any]:
+        """The output producer; with ``transactional_id`` a transactional one."""
+        eos: dict[str, Any] = {}
+        if transactional_id is not None:
+            eos = {
+                "transactional.id": transactional_id,
+                "transaction.timeout.ms": self.transaction_timeout_ms,
+            }
         return {
             "bootstrap.servers": self.bootstrap,
             "enable.idempotence": True,
@@ -50,6 +68,7 @@ class RuntimeConfig:
             "compression.type": "lz4",
             # Java's default partitioner for keyed records: same partition from any client.
             "partitioner": "murmur2_random",
+            **eos,
             **self.producer,
         }
 

@@ -33,12 +33,14 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from streams.codec import Codec, DecodeError
 from streams.envelope import Envelope
 from streams.logs import get_logger
+from streams.runtime.checkpoint import Checkpointer
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import RecordFailed, RuntimeFailure
 from streams.runtime.failure_routing import FailureRouting, widest_policy
 from streams.runtime.offsets import InFlight, PartitionOffsets
 from streams.runtime.sink import OutputSink
 from streams.runtime.status import Stats
+from streams.runtime.stores import RuntimeState, processing_guarantee
 from streams.topology import Plan, Topology
 from streams.topology.context import RecordMeta
 from streams.topology.decoding import decode_source
@@ -73,9 +75,16 @@ class Runtime:
         self._log = get_logger("streams.runtime", app=topology.app_id)
         self._partitions: dict[TP, PartitionOffsets] = {}
         self._entry = InFlight(-1)  # the record being processed
-        self._plan = Plan(topology, self._emit)
+        # State and exactly-once (streams.runtime.stores, streams.runtime.checkpoint).
+        exactly_once = processing_guarantee(topology, config) == "exactly_once"
+        self._state: RuntimeState | None = None
+        tid: str | None = None
+        if topology.stores or exactly_once:
+            self._state = RuntimeState.open(topology, config, self._current_partition)
+            tid = self._state.slot.transactional_id(topology.app_id) if exactly_once else None
+        self._plan = Plan(topology, self._emit, self._state.routed if self._state else None)
         consumer_config = config.consumer_config(topology.app_id)
-        self._sink = OutputSink(Producer(config.producer_config()))
+        self._sink = OutputSink(Producer(config.producer_config(tid)))
         self._routing: FailureRouting | None = None
         if topology.retry_policies:  # failures go through retry topics to a DLQ
             policy = topology.retry or widest_policy(topology)
@@ -91,11 +100,26 @@ class Runtime:
             self._routing.plan = self._plan
             consumer_config = {**consumer_config, **self._routing.consumer_overrides}
         self._consumer = Consumer(consumer_config)
+        self._checkpoints: Checkpointer | None = None
+        if self._state is not None:
+            self._checkpoints = Checkpointer(
+                consumer=self._consumer,
+                sink=self._sink,
+                partitions=self._partitions,
+                state=self._state.manager,
+                transactional_id=tid,
+                config=config,
+                log=self._log,
+            )
 
     # -- control -------------------------------------------------------------------------
     def stop(self) -> None:
         """Ask ``run`` to finish: safe from signal handlers and other threads."""
         self._stopping = True
+
+    def _current_partition(self) -> int:
+        msg = self._plan.current.message
+        return cast(int, msg.partition()) if msg is not None else -1
 
     @property
     def assignment(self) -> list[TP]:
@@ -110,6 +134,11 @@ class Runtime:
 
             self._routing.setup(admin_client(self.config.bootstrap))
             topics = self._routing.topics
+        if self._checkpoints is not None and self._state is not None:
+            from streams.admin import admin_client  # noqa: PLC0415 - only with state
+
+            self._state.start()
+            self._checkpoints.prepare(admin_client(self.config.bootstrap))
         consumer.subscribe(
             topics,
             on_assign=self._on_assign,
@@ -250,6 +279,9 @@ class Runtime:
                 self._sink.producer,
                 {(po.topic, po.partition): po.committable() or 0 for po in partitions},
             )
+        if self._checkpoints is not None:  # stores or exactly-once: a checkpoint
+            self._checkpoints.commit(partitions)
+            return
         pending = []
         for po in partitions:
             nxt = po.committable() if force else po.pending_commit()
@@ -285,6 +317,8 @@ class Runtime:
             self._partitions[(tp.topic, tp.partition)] = PartitionOffsets(tp.topic, tp.partition)
         if self._routing is not None:
             self._routing.assigned(partitions)
+        if self._checkpoints is not None:  # restores the stores (blocks)
+            self._checkpoints.assigned(partitions)
         self.stats.partitions = len(self._partitions)
         self.stats.rebalances += 1
         self._log.info("partitions assigned", partitions=_names(partitions))
@@ -296,6 +330,8 @@ class Runtime:
             if (key := (tp.topic, tp.partition)) in self._partitions
         ]
         self._flush_and_commit(revoked)
+        if self._checkpoints is not None:
+            self._checkpoints.release(revoked)
         for po in revoked:
             del self._partitions[(po.topic, po.partition)]
         if self._routing is not None:
@@ -304,6 +340,8 @@ class Runtime:
         self._log.info("partitions revoked", partitions=_names(partitions))
 
     def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if self._checkpoints is not None:  # nothing of theirs commits (exactly-once: abort)
+            self._checkpoints.lost(partitions)
         for tp in partitions:
             self._partitions.pop((tp.topic, tp.partition), None)
         if self._routing is not None:
@@ -312,6 +350,7 @@ class Runtime:
         self._log.warning("partitions lost", partitions=_names(partitions))
 
     def _refresh_lag(self) -> None:
+        self.stats.duplicates = self._plan.duplicates
         tps = [TopicPartition(t, p) for t, p in self._partitions]
         if not tps:
             self.stats.lag = 0
@@ -330,7 +369,10 @@ class Runtime:
     def _shutdown(self, failure: BaseException | None) -> None:
         """Finish: flush, commit what is done, leave the group. Never commits a failed record."""
         try:
-            self._flush_and_commit(list(self._partitions.values()))
+            if self._checkpoints is not None:  # exactly-once after a failure: an abort
+                self._checkpoints.finish(failure)
+            else:
+                self._flush_and_commit(list(self._partitions.values()))
         except Exception:
             self._log.exception("final commit failed")
         finally:
@@ -338,9 +380,15 @@ class Runtime:
             self._consumer.close()  # leaves the group: the revoke callback commits again
             if self._routing is not None:
                 self._routing.close()
+            if self._checkpoints is not None and self._state is not None:
+                self._checkpoints.close()  # stores closed, local copies kept
+                self._state.close()
             if failure is None:
                 self._log.info(
-                    "stopped", consumed=self.stats.consumed, produced=self.stats.produced
+                    "stopped",
+                    consumed=self.stats.consumed,
+                    produced=self.stats.produced,
+                    duplicates=self._plan.duplicates,
                 )
 
 

@@ -19,6 +19,7 @@ class Stats:
     partitions: int = 0
     lag: int | None = None
     rebalances: int = 0
+    duplicates: int = 0  # records dropped by dedup steps
     # Failure routing counters (retried, recovered, dead_lettered, dlq_depth, by_error).
     failures: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)

@@ -1,0 +1,128 @@
+"""``dedup()`` on the real broker with `streams run` instances: an id is processed once.
+
+The same envelope arrives three times: once normally, once after the instance restarted,
+and once after its partition moved to another instance (another state directory, as on
+another machine: the store comes back from its changelog). One output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from streams.admin import delete_topics
+from streams.codec import AvroCodec
+from streams.envelope import Envelope
+from streams.schemas import default_catalog
+from streams.testing import (
+    TopicFactory,
+    TopicReader,
+    TopologyProcess,
+    produce_envelopes,
+    wait_until,
+)
+from streams.testing.topics import unique_topic_name
+
+ROOT = Path(__file__).resolve().parents[2]
+DEDUP = ROOT / "topology" / "dedup.py"
+PARTITIONS = 2
+FAST_REBALANCE = ["-Xconsumer.session.timeout.ms=6000", "-Xconsumer.heartbeat.interval.ms=1000"]
+
+
+def order(n: int) -> Envelope:
+    data = {"order_id": f"o-{n}", "customer_id": f"c-{n}", "items": [], "total_cents": n}
+    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=f"c-{n}")
+
+
+@pytest.fixture
+def app_id(kafka_admin: AdminClient) -> Iterator[str]:
+    app = unique_topic_name("dedup-app")
+    yield app
+    topics = kafka_admin.list_topics(timeout=10).topics
+    delete_topics(kafka_admin, [t for t in topics if t.startswith(app)])
+
+
+def caught_up(bootstrap: str, group: str, topic: str) -> bool:
+    """Every partition's committed offset is at its end: everything produced is processed."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        committed = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=10)}
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(PARTITIONS)
+        }
+    except KafkaException:
+        return False
+    finally:
+        consumer.close()
+    return all(max(committed[p], 0) == ends[p] for p in range(PARTITIONS))
+
+
+def members(admin: AdminClient, group: str) -> int:
+    try:
+        return len(admin.describe_consumer_groups([group])[group].result(timeout=10).members)
+    except KafkaException:
+        return -1
+
+
+def test_an_id_sent_three_times_across_a_restart_and_a_move_is_processed_once(
+    kafka_bootstrap: str,
+    kafka_admin: AdminClient,
+    make_topic: TopicFactory,
+    app_id: str,
+    tmp_path: Path,
+) -> None:
+    codec = AvroCodec(default_catalog())
+    topic = make_topic("dedup-in", partitions=PARTITIONS)
+    twice = order(0)
+    others = [order(n) for n in range(1, 6)]
+
+    def instance(where: str) -> TopologyProcess:
+        args = ["--state-dir", str(tmp_path / where), *FAST_REBALANCE]
+        return TopologyProcess(
+            DEDUP, kafka_bootstrap, app_id=app_id, settings={"input": topic}, args=args
+        )
+
+    def send(envs: list[Envelope]) -> None:
+        produce_envelopes(kafka_bootstrap, topic, envs, codec)
+        wait_until(lambda: caught_up(kafka_bootstrap, app_id, topic), 90, what="processed")
+
+    a = instance("machine-a")
+    b = instance("machine-b")
+    with TopicReader(kafka_bootstrap, f"{app_id}-unique") as reader:
+        try:
+            a.start().wait_started(60, assigned=True)
+            send([twice, *others[:2]])  # 1: normally
+
+            assert a.stop() == 0
+            a.start().wait_started(60, assigned=True)
+            send([twice, others[2]])  # 2: after a restart of the instance
+
+            b.start().wait_started(60)
+            wait_until(lambda: members(kafka_admin, app_id) == 2, 60, what="2 members")
+            assert a.stop() == 0  # every partition moves to b, restored from the changelog
+            wait_until(lambda: "restored store partition" in b.output(), 60, what="b restored")
+            send([twice, *others[3:]])  # 3: after its partition moved
+            assert b.stop() == 0
+            reader.wait_for(lambda rs: len(rs) >= 1 + len(others), 60, what="outputs")
+            reader.poll(1.0)  # anything more that would be wrong arrives now, or never
+            logs = {"a": a.output(), "b": b.output()}
+        except Exception:
+            print(a.output(), "\n---\n", b.output())
+            raise
+        finally:
+            a.close()
+            b.close()
+        outputs = [codec.decode(m.value(), cast(Any, m.headers())) for m in reader.records]
+
+    ids = [env.id for env in outputs]
+    assert sorted(ids) == sorted(e.id for e in [twice, *others])  # once each, none lost
+    assert ids.count(twice.id) == 1
+    # each redelivery counted as a duplicate: a's second run, then b
+    assert "duplicates=1" in logs["a"] and "duplicates=1" in logs["b"]
