@@ -70,7 +70,7 @@ def widest_policy(topology: Topology) -> RetryPolicy | None:
     return max(policies, key=lambda p: p.tiers) if policies else None
 
 
-class _Origin:
+class OriginMessage:
     """A record released from the waiting room or read from a retry tier, presented to
     processors as read from its input topic (``ctx.record`` shows the original position)."""
 
@@ -229,7 +229,7 @@ class FailureRouting:
             env = decode_source(self.codec, plan.sources[topic], record.value, headers)
         except DecodeError as exc:
             return self._route(record, exc, Stage.DECODE, "decode", None, entry=entry)
-        plan.current.message = _Origin(record, headers)
+        plan.current.message = OriginMessage(record, headers)
         try:
             plan.entries[topic](env)
         except StepFailed as exc:

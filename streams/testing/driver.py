@@ -20,9 +20,11 @@ from typing import Any
 from streams.codec import Codec, DecodeError
 from streams.envelope import Envelope
 from streams.errors import StreamsError
+from streams.failures.routing import Route
 from streams.state.base import Transaction
 from streams.state.testing import RecordingProducer
 from streams.testing.driver_state import DriverState
+from streams.testing.failures import DriverFailureRouting, clock_of
 from streams.topology.context import RecordMeta
 from streams.topology.decoding import decode_source
 from streams.topology.errors import TopologyError
@@ -98,7 +100,9 @@ class TestDriver:
     call ``close()`` so class processors are closed.
 
     Errors: a record whose policy says FAIL raises ``ProcessingError`` from ``pipe``;
-    with SKIP it is appended to ``skipped``.
+    with SKIP it is appended to ``skipped``. With a retry policy (``retry=`` on the builder
+    or a step) failures are routed instead: see ``retried``, ``dead_letters``,
+    ``waiting_retries``, and ``advance_time`` to let retry records come due.
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -129,6 +133,18 @@ class TestDriver:
             self._state = DriverState(topology, self._current_partition, self._clock)
         stores = self._state.routed if self._state is not None else None
         self._plan = Plan(topology, self._emit, stores, clock=self._clock)
+        self._routing: DriverFailureRouting | None = None
+        if topology.retry_policies:  # failures go to in-memory retry tiers and DLQs
+            if codec is None:
+                raise StreamsError("a topology with a retry policy needs the driver's codec")
+            self._routing = DriverFailureRouting(
+                topology,
+                self._plan,
+                codec,
+                write=self._write,
+                clock=clock_of(lambda: self._time_ms),
+                state=self._state,
+            )
 
     # -- input -------------------------------------------------------------------------------
     def pipe(
@@ -187,6 +203,10 @@ class TestDriver:
         source = self._source(topic)
         if self.codec is None:
             raise StreamsError("pipe_raw needs a codec")
+        if self._routing is not None:
+            self._routing.process(msg)
+            self._routing.run_due()
+            return
         try:
             env = decode_source(self.codec, source, value, msg.headers())
         except DecodeError as exc:
@@ -197,8 +217,28 @@ class TestDriver:
     def advance_time(self, ms: int) -> None:
         """Move the record timestamp clock forward (each piped record also adds 1 ms).
 
-        It is also the clock of stores and dedup windows: advancing past a ``ttl`` expires."""
+        It is also the clock of stores and dedup windows: advancing past a ``ttl`` expires,
+        and of retry tiers: retry records due by then are processed before it returns."""
         self._time_ms += ms
+        if self._routing is not None:
+            self._routing.run_due()
+
+    # -- failure routing (topologies with a retry policy) ---------------------------------
+    @property
+    def retried(self) -> list[Route]:
+        """Every record written to a retry tier, in write order (topic, headers, ``info``)."""
+        return list(self._routing.retried) if self._routing else []
+
+    @property
+    def dead_letters(self) -> list[Route]:
+        """Every record written to a DLQ, in write order: key, value and headers as on
+        the broker, ``info`` the parsed error headers (exception, attempts, step, ...)."""
+        return list(self._routing.dead_letters) if self._routing else []
+
+    @property
+    def waiting_retries(self) -> int:
+        """Retry records not processed yet (``advance_time`` past their due time)."""
+        return sum(len(q) for q in self._routing.pending.values()) if self._routing else 0
 
     def _clock(self) -> float:
         return self._time_ms / 1000
@@ -309,6 +349,12 @@ class TestDriver:
         raise ProcessingError(failure) from failure.error
 
     def _emit(self, _sink: SinkNode, topic: str, env: Envelope) -> None:
+        if self._routing is not None:  # written when the record succeeds
+            self._routing.outbox.append((topic, env))
+            return
+        self._write(topic, env)
+
+    def _write(self, topic: str, env: Envelope) -> None:
         key = env.key.encode() if env.key is not None else None
         value: bytes | None = None
         headers: Headers = []
