@@ -1,0 +1,119 @@
+"""Exactly-once on the real broker: SIGKILL mid-stream, twice, and no input is seen twice.
+
+A `streams run --guarantee exactly_once` instance copies 20,000 envelopes; it is killed
+with SIGKILL (transaction open, outputs already written but not committed) twice and
+restarted each time. A read_committed consumer of the output then sees every input exactly
+once: the killed instances' open transactions were aborted when their restart fenced them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+
+from streams.codec import AvroCodec
+from streams.envelope import Envelope
+from streams.schemas import default_catalog
+from streams.testing import TopicFactory, TopicReader, produce_envelopes, wait_until
+from streams.testing.topics import unique_topic_name
+
+ROOT = Path(__file__).resolve().parents[2]
+MIRROR = ROOT / "topology" / "mirror.py"
+TOTAL, KEYS, PARTITIONS = 20_000, 200, 4
+KILL_AT = (3_000, 9_000)  # read_committed outputs seen when each SIGKILL is sent
+
+
+def inputs() -> list[Envelope]:
+    out = []
+    for n in range(TOTAL):
+        key = f"key-{n % KEYS:03d}"
+        data = {"order_id": f"o-{n}", "customer_id": key, "items": [], "total_cents": n}
+        out.append(Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=key))
+    return out
+
+
+def ce_id(headers: list[tuple[str, bytes]] | None) -> str:
+    return next(v.decode() for k, v in headers or [] if k == "ce_id")
+
+
+def at_least(n: int) -> Callable[[Sequence[Message]], bool]:
+    return lambda records: len(records) >= n
+
+
+def caught_up(bootstrap: str, group: str, topic: str) -> bool:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        committed = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=10)}
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(PARTITIONS)
+        }
+    except KafkaException:
+        return False
+    finally:
+        consumer.close()
+    return all(committed[p] == ends[p] for p in range(PARTITIONS))
+
+
+def test_sigkill_twice_mid_stream_leaves_every_input_exactly_once_in_read_committed_output(
+    kafka_bootstrap: str, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    codec = AvroCodec(default_catalog())
+    topic = make_topic("eos-in", partitions=PARTITIONS)
+    app_id = unique_topic_name("eos-app")
+    output = f"{app_id}-mirror"
+    sent = inputs()
+    produce_envelopes(kafka_bootstrap, topic, sent, codec)
+
+    cmd = [
+        sys.executable, "-m", "streams", "run", str(MIRROR), "--app-id", app_id,
+        "--set", f"input={topic}", "--bootstrap", kafka_bootstrap, "--no-status",
+        "--guarantee", "exactly_once", "--state-dir", str(tmp_path / "state"),
+    ]  # fmt: skip
+    log_path = tmp_path / "instance.log"
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=log, env={**os.environ})
+        procs.append(proc)
+        return proc
+
+    reader = TopicReader(kafka_bootstrap, output, config={"isolation.level": "read_committed"})
+    try:
+        proc = start()
+        for threshold in KILL_AT:
+            reader.wait_for(at_least(threshold), 60, what=f"{threshold} outputs")
+            assert proc.poll() is None, log_path.read_text()[-3000:]
+            proc.send_signal(signal.SIGKILL)  # mid-stream, a transaction open
+            proc.wait()
+            proc = start()
+        wait_until(lambda: caught_up(kafka_bootstrap, app_id, topic), 90, what="caught up")
+        reader.wait_for(lambda rs: len(rs) >= TOTAL, 60, what="every output")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0, log_path.read_text()[-3000:]
+        while reader.poll(1.0):  # to the end: nothing more can come, the instance stopped
+            pass
+    except Exception:
+        print(log_path.read_text()[-5000:])
+        raise
+    finally:
+        reader.close()
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    seen = Counter(ce_id(m.headers()) for m in reader.records)  # type: ignore[arg-type]
+    assert len(procs) == 3
+    assert set(seen) == {env.id for env in sent}
+    assert [i for i, n in seen.items() if n > 1] == []
+    assert len(reader.records) == TOTAL
