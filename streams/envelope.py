@@ -12,37 +12,66 @@ import os
 import threading
 import time as _time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
 DEFAULT_SOURCE = os.environ.get("STREAMS_SOURCE", "streams")
 
 
+_COUNTER_BITS = 42  # RFC 9562 method 1: rand_a (12 bits) and the top 30 bits of rand_b
+_COUNTER_MAX = (1 << _COUNTER_BITS) - 1
+_POOL_WORDS = 1024  # random 32-bit words drawn per os.urandom call
+
 _id_lock = threading.Lock()
 _id_state = [0, 0]  # last millisecond used, counter within it
+_pool: list[int] = []  # random 32-bit words, consumed from the end
+
+
+def _refill() -> None:
+    # One system call per _POOL_WORDS ids instead of one per id.
+    _pool[:] = memoryview(os.urandom(4 * _POOL_WORDS)).cast("I").tolist()
+
+
+def _after_fork_in_child() -> None:
+    # A child must not replay its parent's random words nor continue its counter: same
+    # counter + same words would repeat the parent's ids. A fresh pool and a counter
+    # reseeded at the next id make the child's ids as independent as another process's.
+    global _id_lock  # noqa: PLW0603 - a lock held by a parent thread stays held in the child
+    _id_lock = threading.Lock()
+    _pool.clear()
+    _id_state[0] = _id_state[1] = 0
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def new_id() -> str:
-    """A UUIDv7 (RFC 9562) as text: 48-bit Unix ms timestamp, 12-bit counter, 62 random bits.
+    """A UUIDv7 (RFC 9562) as text: 48-bit Unix ms timestamp, 42-bit counter, 32 random bits.
 
-    Strictly increasing within a process (RFC 9562 method 1: the counter is seeded at random
-    each millisecond and, when it overflows, borrows the next millisecond), so ids sort by
-    creation and index well as dedup keys; across processes they sort by millisecond.
+    Strictly increasing within a process (RFC 9562 method 1: a counter in ``rand_a`` and the
+    top of ``rand_b``, seeded at random in its lower half each new millisecond, so billions
+    of ids fit in one millisecond; a clock that steps back keeps counting from the last id),
+    so ids sort by creation and index well as dedup keys; across processes they sort by
+    millisecond, and the random seed and bits keep them apart. Thread-safe and fork-safe.
     """
     now = _time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(8), "big")
     with _id_lock:
+        pool = _pool
+        if len(pool) < 3:  # enough for a seed (two words) and this id's random bits
+            _refill()
         ms, counter = _id_state
-        if now > ms:
-            ms, counter = now, rand >> 53  # a random start in the lower half leaves headroom
-        else:
+        if now > ms:  # a new millisecond: a random 41-bit start, below half of the range
+            ms, counter = now, pool.pop() << 9 | pool.pop() >> 23
+        elif counter < _COUNTER_MAX:
             counter += 1
-            if counter > 0xFFF:
-                ms, counter = ms + 1, 0
+        else:  # 2^41 ids in one millisecond: borrow the next one
+            ms, counter = ms + 1, 0
         _id_state[0], _id_state[1] = ms, counter
-    value = (ms & 0xFFFF_FFFF_FFFF) << 80 | 0x7 << 76 | counter << 64
-    value |= 0b10 << 62 | rand & 0x3FFF_FFFF_FFFF_FFFF
+        rand = pool.pop()
+    value = (ms & 0xFFFF_FFFF_FFFF) << 80 | 0x7 << 76 | (counter >> 30) << 64
+    value |= 0b10 << 62 | (counter & 0x3FFF_FFFF) << 32 | rand
     h = f"{value:032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
@@ -82,14 +111,18 @@ class Envelope:
     ) -> Envelope:
         """A new event that starts a conversation: its correlation id is its own id."""
         event_id = new_id()
-        return cls(
-            type=type,
-            data=data,
-            version=version,
-            key=key,
-            id=event_id,
-            source=source,
-            correlation_id=correlation_id or event_id,
+        if cls is not Envelope:  # a subclass may have its own __init__
+            return cls(
+                type=type,
+                data=data,
+                version=version,
+                key=key,
+                id=event_id,
+                source=source,
+                correlation_id=correlation_id or event_id,
+            )
+        return envelope_from_fields(
+            type, data, version, key, event_id, utc_now(), source, correlation_id or event_id, None
         )
 
     def follow(
@@ -102,19 +135,51 @@ class Envelope:
         source: str | None = None,
     ) -> Envelope:
         """A follow-up or reply caused by this event: same correlation id, causation = our id."""
-        return Envelope(
-            type=type,
-            data=data,
-            version=version,
-            key=self.key if key is None else key,
-            source=self.source if source is None else source,
-            correlation_id=self.correlation_id or self.id,
-            causation_id=self.id,
+        return envelope_from_fields(
+            type,
+            data,
+            version,
+            self.key if key is None else key,
+            new_id(),
+            utc_now(),
+            self.source if source is None else source,
+            self.correlation_id or self.id,
+            self.id,
         )
 
     def with_data(self, data: Mapping[str, Any], **changes: Any) -> Envelope:
-        """The same event with another payload (and optionally other fields)."""
-        return replace(self, data=data, **changes)
+        """The same event with another payload (and optionally other fields).
+
+        An unknown field name in ``changes`` raises TypeError (as ``dataclasses.replace``)."""
+        if changes:
+            if type(self) is not Envelope or not _FIELD_NAMES.issuperset(changes):
+                return replace(self, data=data, **changes)  # raises for unknown names
+            get = changes.get
+            return envelope_from_fields(
+                get("type", self.type),
+                data,
+                get("version", self.version),
+                get("key", self.key),
+                get("id", self.id),
+                get("time", self.time),
+                get("source", self.source),
+                get("correlation_id", self.correlation_id),
+                get("causation_id", self.causation_id),
+            )
+        if type(self) is not Envelope:
+            return replace(self, data=data)
+        # The hot path of every map step: direct slot writes cost a fifth of replace().
+        return envelope_from_fields(
+            self.type,
+            data,
+            self.version,
+            self.key,
+            self.id,
+            self.time,
+            self.source,
+            self.correlation_id,
+            self.causation_id,
+        )
 
 
 def _slot_setter(name: str) -> Callable[[Envelope, Any], None]:
@@ -122,6 +187,7 @@ def _slot_setter(name: str) -> Callable[[Envelope, Any], None]:
     return setter
 
 
+_FIELD_NAMES = frozenset(f.name for f in fields(Envelope))
 _new = object.__new__
 _set_type = _slot_setter("type")
 _set_data = _slot_setter("data")

@@ -59,3 +59,64 @@ def test_the_fast_constructor_builds_the_same_envelope() -> None:
     assert hash(fast.id) == hash(env.id)
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.key = "other"  # type: ignore[misc]
+
+
+def test_a_million_ids_in_a_tight_loop_are_unique_valid_uuid7_in_creation_order() -> None:
+    ids = [new_id() for _ in range(1_000_000)]
+    assert len(set(ids)) == len(ids)
+    assert sorted(ids) == ids
+    for text in (ids[0], ids[len(ids) // 2], ids[-1]):
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text
+        assert (parsed.version, parsed.variant) == (7, uuid.RFC_4122)
+    first_ms = int(ids[0][:8] + ids[0][9:13], 16)
+    last_ms = int(ids[-1][:8] + ids[-1][9:13], 16)
+    now_ms = datetime.now(UTC).timestamp() * 1000
+    assert first_ms <= last_ms <= now_ms + 1  # the counter never pushes time ahead
+
+
+def test_ids_made_in_threads_are_unique() -> None:
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    with ThreadPoolExecutor(4) as pool:
+        batches = list(pool.map(lambda _: [new_id() for _ in range(20_000)], range(4)))
+    every = [i for batch in batches for i in batch]
+    assert len(set(every)) == len(every)
+    assert all(batch == sorted(batch) for batch in batches)
+
+
+def test_a_forked_child_draws_its_own_random_bits() -> None:
+    import multiprocessing  # noqa: PLC0415
+
+    new_id()  # the parent's counter and random pool are in use when it forks
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        child = pool.apply(_ids, (500,))
+    parent = _ids(500)
+    # The last 32 bits are random per id: a child replaying its parent's pool would share
+    # hundreds of them; independent draws share one with odds of 1 in 17,000, two never.
+    shared = {i[-8:] for i in child} & {i[-8:] for i in parent}
+    assert len(shared) <= 1
+    assert not set(child) & set(parent)
+
+
+def _ids(n: int) -> list[str]:
+    return [new_id() for _ in range(n)]
+
+
+def test_with_data_keeps_every_other_field_and_checks_changed_names() -> None:
+    env = Envelope.new("order.placed", {"a": 1}, key="k", source="shop")
+    same = env.with_data({"a": 2})
+    assert dataclasses.replace(same, data=env.data) == env
+    rekeyed = env.with_data(env.data, key="other")
+    assert (rekeyed.key, rekeyed.id, rekeyed.time) == ("other", env.id, env.time)
+    with pytest.raises(TypeError):
+        env.with_data({}, colour="red")
+
+
+def test_follow_and_new_are_ordinary_envelopes() -> None:
+    env = Envelope.new("order.placed", {"a": 1})
+    reply = env.follow("order.accepted", {"b": 2})
+    for made in (env, reply):
+        assert made == Envelope(**{f.name: getattr(made, f.name) for f in dataclasses.fields(made)})
+        assert made.time.tzinfo is UTC
