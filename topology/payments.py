@@ -5,8 +5,8 @@ that settles to ``<app>-settled``. The ``settle`` step stands in for a call to a
 network: payments whose id starts with ``flaky-`` time out on their first two attempts in
 this process, then settle; a negative amount is refused every time (``ValueError``) unless
 ``fixed`` is set. Failures go through ``<app>-<input>-retry-1`` and ``-retry-2`` (``retry``,
-default ``1s, 1s``) to ``<app>-<input>-dlq``; later payments of the same order wait behind
-a retrying one.
+default ``1s, 1s``; ``none`` turns routing off) to ``<app>-<input>-dlq``; later payments of
+the same order wait behind a retrying one.
 
     streams run topology/payments.py --app-id pay --set input=payments
     streams dlq list pay-payments-dlq
@@ -49,7 +49,8 @@ def build(
     fixed: str | bool = False,
 ) -> Topology:
     is_fixed = fixed not in {False, "", "0", "false", "no"}
-    builder = TopologyBuilder(app_id, retry=retry, description="settle payments, with retries")
+    policy = None if retry == "none" else retry  # "none": no routing, failures stop the run
+    builder = TopologyBuilder(app_id, retry=policy, description="settle payments, with retries")
     payments = builder.source(input, type="payment.captured", version=1, name="payments")
     payments.map(settle(is_fixed), name="settle").to(
         owned("settled"), type="payment.captured", version=1
