@@ -25,6 +25,16 @@ class Stats:
     started: float = field(default_factory=time.monotonic)
 
 
+def _failures_text(failures: dict[str, Any]) -> str:
+    """`` | 3 retried, 1 recovered, 2 dead-lettered`` once failure routing counted any."""
+    if not failures:
+        return ""
+    return (
+        f" | {failures.get('retried', 0):,} retried, {failures.get('recovered', 0):,} "
+        f"recovered, {failures.get('dead_lettered', 0):,} dead-lettered"
+    )
+
+
 class StatusReporter:
     """Called once per loop turn; shows the stats at most every ``interval_s``.
 
@@ -63,6 +73,7 @@ class StatusReporter:
                 f"{self.app_id}: {stats.partitions} partitions | {stats.consumed:,} in "
                 f"({rate:,.0f}/s) | {stats.produced:,} out | lag {lag}"
                 + (f" | {stats.skipped:,} skipped" if stats.skipped else "")
+                + _failures_text(stats.failures)
             )
             self.stream.write(f"\r\x1b[2K{line}")
             self.stream.flush()
@@ -76,6 +87,7 @@ class StatusReporter:
                 rate=round(rate),
                 lag=stats.lag,
                 partitions=stats.partitions,
+                **stats.failures,
             )
 
     def close(self) -> None:
