@@ -15,6 +15,7 @@ from fastavro import schemaless_reader, schemaless_writer
 
 from streams.codec import headers as h
 from streams.codec.base import KafkaHeaders
+from streams.codec.envelope_wire import envelope_value, type_version_bytes
 from streams.codec.errors import (
     EmptyRecordError,
     EncodeError,
@@ -35,10 +36,20 @@ class _TypeInfo:
     """What encode and decode need per (type, version), built once: the parsed schema and
     the header tuples that never change, shared by every record of that version."""
 
-    __slots__ = ("dataschema", "schema", "type", "type_bytes", "version", "version_bytes")
+    __slots__ = (
+        "dataschema",
+        "schema",
+        "type",
+        "type_bytes",
+        "type_version",
+        "version",
+        "version_bytes",
+    )
 
     def __init__(self, type_: str, version: int, schema: Any) -> None:
         self.schema = schema
+        # the envelope's encoded type and version fields (only encode needs them)
+        self.type_version = type_version_bytes(type_, version) if schema is not None else b""
         self.type_bytes = type_.encode()
         self.version_bytes = str(version).encode()
         self.type = (h.TYPE, self.type_bytes)
@@ -83,27 +94,12 @@ class AvroCodec:
             schemaless_writer(buf, info.schema, env.data, strict_allow_default=True)
         except Exception as exc:  # fastavro raises TypeError/ValueError/OverflowError/...
             raise encode_error(env.type, env.version, info.schema, env.data, exc) from exc
-        data = buf.getvalue()
-        buf = BytesIO()
         try:
-            schemaless_writer(
-                buf,
-                self._envelope,
-                {
-                    "id": env.id,
-                    "type": env.type,
-                    "version": env.version,
-                    "time": env.time,
-                    "source": env.source,
-                    "key": env.key,
-                    "correlation_id": env.correlation_id,
-                    "causation_id": env.causation_id,
-                    "data": data,
-                },
-            )
+            # The envelope record by hand (same bytes as fastavro's writer, half the time).
+            value = envelope_value(env, buf.getvalue(), info.type_version)
         except Exception as exc:
             raise _envelope_error(env, exc) from exc
-        return buf.getvalue(), self._headers(env, info)
+        return value, self._headers(env, info)
 
     def headers(self, env: Envelope) -> KafkaHeaders:
         """The Kafka headers that mirror ``env``'s metadata."""
