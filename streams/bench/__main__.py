@@ -15,6 +15,8 @@ from rich.table import Table
 
 from streams.bench import bare_client, codec, failures, pipeline, state
 from streams.bench import replay as replay_bench
+from streams.bench import retry_routing
+from streams.bench import dedup as dedup_bench
 from streams.bench.core import BenchContext, Row, peak_rss_mb
 from streams.broker import LocalBroker, free_port
 from streams.config import external_bootstrap
@@ -24,9 +26,11 @@ SECTIONS: dict[str, Callable[[BenchContext], list[Row]]] = {
     "bare": bare_client.run,
     "codec": codec.run,
     "state": state.run,
+    "dedup": dedup_bench.run,
     "failures": failures.run,
     "pipeline": pipeline.run,
     "replay": replay_bench.run,
+    "retry_routing": retry_routing.run,
 }
 
 

@@ -41,6 +41,7 @@ from streams.runtime.offsets import InFlight, PartitionOffsets
 from streams.runtime.sink import OutputSink
 from streams.runtime.status import Stats
 from streams.runtime.stores import RuntimeState, processing_guarantee
+from streams.state import StateManager
 from streams.topology import Plan, Topology
 from streams.topology.context import RecordMeta
 from streams.topology.decoding import decode_source
@@ -79,7 +80,8 @@ class Runtime:
         exactly_once = processing_guarantee(topology, config) == "exactly_once"
         self._state: RuntimeState | None = None
         tid: str | None = None
-        if topology.stores or exactly_once:
+        # Failure routing keeps its waiting rooms as stores too.
+        if topology.stores or exactly_once or topology.retry_policies:
             self._state = RuntimeState.open(topology, config, self._current_partition)
             tid = self._state.slot.transactional_id(topology.app_id) if exactly_once else None
         self._plan = Plan(topology, self._emit, self._state.routed if self._state else None)
@@ -88,14 +90,14 @@ class Runtime:
         self._routing: FailureRouting | None = None
         if topology.retry_policies:  # failures go through retry topics to a DLQ
             policy = topology.retry or widest_policy(topology)
-            assert policy is not None
+            assert policy is not None and self._state is not None
             self._routing = FailureRouting(
                 topology,
                 policy if topology.retry else policy.no_retries(),
-                bootstrap=config.bootstrap,
                 codec=codec,
                 sink=self._sink,
                 stats=self.stats,
+                state=self._state.manager,
             )
             self._routing.plan = self._plan
             consumer_config = {**consumer_config, **self._routing.consumer_overrides}
@@ -111,11 +113,21 @@ class Runtime:
                 config=config,
                 log=self._log,
             )
+            if self._routing is not None:
+                self._checkpoints.before_commit.append(
+                    self._routing.checkpoint_hook(self._partitions)
+                )
 
     # -- control -------------------------------------------------------------------------
     def stop(self) -> None:
         """Ask ``run`` to finish: safe from signal handlers and other threads."""
         self._stopping = True
+
+    @property
+    def state(self) -> StateManager | None:
+        """The instance's stores (None when the topology declares none and runs
+        at-least-once); ``state.stores[name].partitions`` are the open partitions."""
+        return self._state.manager if self._state is not None else None
 
     def _current_partition(self) -> int:
         msg = self._plan.current.message
@@ -274,11 +286,6 @@ class Runtime:
     ) -> None:
         """Commit each partition's finished prefix. ``force`` re-sends offsets already sent
         (an asynchronous commit may have failed unseen)."""
-        if self._routing is not None:  # waiting rooms durable before the offsets move
-            self._routing.before_commit(
-                self._sink.producer,
-                {(po.topic, po.partition): po.committable() or 0 for po in partitions},
-            )
         if self._checkpoints is not None:  # stores or exactly-once: a checkpoint
             self._checkpoints.commit(partitions)
             return
@@ -315,8 +322,6 @@ class Runtime:
     def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self._partitions[(tp.topic, tp.partition)] = PartitionOffsets(tp.topic, tp.partition)
-        if self._routing is not None:
-            self._routing.assigned(partitions)
         if self._checkpoints is not None:  # restores the stores (blocks)
             self._checkpoints.assigned(partitions)
         self.stats.partitions = len(self._partitions)
@@ -378,8 +383,6 @@ class Runtime:
         finally:
             self._plan.close()
             self._consumer.close()  # leaves the group: the revoke callback commits again
-            if self._routing is not None:
-                self._routing.close()
             if self._checkpoints is not None and self._state is not None:
                 self._checkpoints.close()  # stores closed, local copies kept
                 self._state.close()

@@ -1,64 +1,111 @@
-"""The state step of ``make demo``: dedup over a changelog-backed store, then a restore.
+"""The state step of ``make demo``: ``topology/dedup.py`` on the broker, then a restore.
 
-Until the runtime drives stores itself, the step does what the runtime will at each commit:
-dedup a stream with duplicates, flush the store to its changelog, wait for the acks, apply.
-Then it drops the local state and restores it from the changelog.
+Every order event is sent twice; the runtime passes each id once and counts the others.
+The instance stops, its local state is deleted (a new machine), and a new instance
+restores the dedup store from its changelog before reading on: the same events sent a
+third time are all dropped.
 """
 
 from __future__ import annotations
 
+import logging
 import tempfile
+import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from confluent_kafka import Producer
-
-from streams.admin import admin_client
-from streams.state.dedup import Dedup
-from streams.state.rocksdb import RocksDBBackend
-from streams.state.store import ChangelogStore
+from streams.admin import admin_client, create_topic
+from streams.codec import AvroCodec
+from streams.envelope import Envelope
+from streams.runtime.config import RuntimeConfig
+from streams.runtime.runner import Runtime
+from streams.runtime.topics import prepare_topics
+from streams.schemas import default_catalog
+from streams.testing.produce import produce_envelopes
+from streams.testing.wait import TopicReader, wait_until
+from streams.topology import load_topology
 
 if TYPE_CHECKING:
     from streams.demo import DemoContext
 
+DEDUP = Path(__file__).resolve().parents[2] / "topology" / "dedup.py"
+_QUIET = ("streams.runtime", "streams.state", "streams.state.recovery")
 
-def step_state(ctx: DemoContext, ids: int = 500) -> None:
-    """Every id arrives twice; each is processed once; the store survives losing its disk."""
-    app = f"demo-{ctx.run_id}"
-    ctx.topic("dedup-changelog")  # registers <app>-dedup-changelog for cleanup
-    producer = Producer({"bootstrap.servers": ctx.bootstrap, "enable.idempotence": True})
-    with tempfile.TemporaryDirectory(prefix="streams-demo-state-") as state_dir:
-        store = ChangelogStore(
-            app,
-            "dedup",
-            RocksDBBackend(),
-            consumer_config={"bootstrap.servers": ctx.bootstrap},
-            state_dir=state_dir,
-            source_topic="orders",
+
+def _orders(count: int) -> list[Envelope]:
+    out = []
+    for i in range(count):
+        key = f"c-{i % 20:04d}"
+        data = {"order_id": f"o-{i}", "customer_id": key, "items": [], "total_cents": i}
+        out.append(Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=key))
+    return out
+
+
+def _run_until(runtime: Runtime, consumed: int) -> int:
+    """Run ``runtime`` in a thread until it has consumed ``consumed`` records, then stop it;
+    returns how many store entries its partitions restored on assignment."""
+    worker = threading.Thread(target=runtime.run, daemon=True)
+    worker.start()
+    try:
+        wait_until(lambda: runtime.stats.consumed >= consumed, 60, what="the records consumed")
+        state = runtime.state
+        return sum(
+            part.restore.applied
+            for store in (state.stores.values() if state else ())
+            for part in store.partitions.values()
+            if part.restore is not None
         )
-        store.ensure_changelog(admin_client(ctx.bootstrap), input_partitions=1)
-        part = store.open(0, committed_offset=0)
-        dedup = Dedup(part.transaction, ttl=7 * 24 * 3600)
-        now = time.time()
-        processed = sum(dedup.first(f"order-{i % ids}", now) for i in range(2 * ids))
-        part.flush(producer, source_offset=2 * ids)
-        producer.flush(30)
-        part.check_delivered()
-        part.apply()
-        ctx.say(
-            "dedup",
-            f"{2 * ids} records, {processed} processed, {dedup.duplicates} duplicates dropped; "
-            f"store changelog {store.changelog_topic} (compacted)",
-        )
-        store.close(0, keep=False)  # the local RocksDB is deleted
-        restored = store.open(0, committed_offset=2 * ids)
-        assert restored.restore is not None
-        count = restored.storage.count()
-        store.close_all(keep=False)
+    finally:
+        runtime.stop()
+        worker.join(60)
+
+
+def step_state(ctx: DemoContext, count: int = 200) -> None:
+    """Each id twice → processed once; local state lost → restored; a third copy → dropped."""
+    source = ctx.topic("dedup-in")
+    admin = admin_client(ctx.bootstrap)
+    create_topic(admin, source, partitions=2)
+    topology = load_topology(DEDUP, app_id=f"demo-{ctx.run_id}-dedup", params={"input": source})
+    ctx.topics.extend([*topology.topics_written, *topology.changelog_topics.values()])
+    prepare_topics(admin, topology)
+    codec = AvroCodec(default_catalog())
+    orders = _orders(count)
+    produce_envelopes(ctx.bootstrap, source, orders + orders, codec)
+
+    levels = {name: logging.getLogger(name).level for name in _QUIET}
+    for name in _QUIET:
+        logging.getLogger(name).setLevel(logging.WARNING)  # the tour prints its own lines
+    try:
+        with tempfile.TemporaryDirectory(prefix="streams-demo-state-") as state_dir:
+            first = Runtime(topology, RuntimeConfig(ctx.bootstrap, state_dir=f"{state_dir}/a"))
+            _run_until(first, 2 * count)
+            ctx.say(
+                "dedup",
+                f"`streams run topology/dedup.py`: {2 * count} events (each id twice) -> "
+                f"{first.stats.produced} processed, {first.stats.consumed - first.stats.produced}"
+                f" duplicates dropped; ids kept in {topology.changelog_topics['dedup']}",
+            )
+            produce_envelopes(ctx.bootstrap, source, orders, codec)  # a third copy of each
+            # Another state dir: a new machine, nothing local; the store comes from Kafka.
+            second = Runtime(topology, RuntimeConfig(ctx.bootstrap, state_dir=f"{state_dir}/b"))
+            started = time.perf_counter()
+            restored = _run_until(second, count)
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+    with TopicReader(ctx.bootstrap, topology.topics_written[0]) as reader:
+        reader.wait_for(lambda rs: len(rs) >= count, 30, what="the unique events")
+        reader.poll(0.5)
+        written = len(reader.records)
     ctx.say(
         "state restore",
-        f"local state deleted, {count} entries restored from the changelog "
-        f"in {restored.restore.seconds:.2f} s",
+        f"local state deleted, new instance: {restored} ids restored from the changelog, "
+        f"{count} more copies sent, {second.stats.produced} processed "
+        f"({time.perf_counter() - started:.1f} s); output holds {written} events",
     )
-    if processed != ids or count != ids:
-        raise RuntimeError(f"dedup demo: processed {processed}, restored {count}, expected {ids}")
+    if first.stats.produced != count or second.stats.produced != 0 or written != count:
+        raise RuntimeError(
+            f"dedup demo: processed {first.stats.produced} then {second.stats.produced}, "
+            f"output {written}, expected {count}, 0, {count}"
+        )
