@@ -11,11 +11,11 @@ from datetime import UTC
 from io import BytesIO
 from typing import Any
 
-from fastavro import schemaless_reader, schemaless_writer
+from fastavro import schemaless_writer
 
 from streams.codec import headers as h
 from streams.codec.base import KafkaHeaders
-from streams.codec.envelope_wire import envelope_value, type_version_bytes
+from streams.codec.envelope_wire import envelope_value, read_envelope, type_version_bytes
 from streams.codec.errors import (
     EmptyRecordError,
     EncodeError,
@@ -147,17 +147,13 @@ class AvroCodec:
         """
         if not value:
             raise EmptyRecordError("empty record value: not an envelope")
-        buf = BytesIO(value)
         try:
-            rec: dict[str, Any] = schemaless_reader(buf, self._envelope, None)  # type: ignore[assignment]
+            # The envelope record by hand (what fastavro's reader returns, in less time).
+            rec = read_envelope(value)
         except Exception as exc:  # garbage: EOFError, UnicodeDecodeError, ValueError, ...
             raise MalformedRecordError(
                 f"not a Streams envelope ({len(value)} bytes; {type(exc).__name__}: {exc})"
             ) from None
-        if buf.tell() != len(value):
-            raise MalformedRecordError(
-                f"not a Streams envelope: {len(value) - buf.tell()} trailing byte(s)"
-            )
         type_: str = rec["type"]
         writer: int = rec["version"]
         info = self._info.get((type_, writer))

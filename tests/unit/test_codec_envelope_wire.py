@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime, timedelta, timezone
 from io import BytesIO
 from pathlib import Path
 
 import pytest
-from fastavro import schemaless_writer
+from fastavro import schemaless_reader, schemaless_writer
 from hypothesis import given
 from hypothesis import strategies as st
 
 from streams.codec import AvroCodec, EncodeError
-from streams.codec.envelope_wire import envelope_value, long_bytes, type_version_bytes
+from streams.codec.envelope_wire import (
+    envelope_value,
+    long_bytes,
+    read_envelope,
+    type_version_bytes,
+)
 from streams.envelope import Envelope, envelope_from_fields
 from streams.schemas import SchemaCatalog
 
@@ -95,3 +101,46 @@ def test_a_naive_time_is_written_as_utc() -> None:
     env = Envelope(type="order.rejected", data={"order_id": "o", "reason": "OTHER"}, time=naive)
     value, headers = codec.encode(env)
     assert codec.decode(value, headers).time == naive.replace(tzinfo=UTC)
+
+
+@given(
+    texts,
+    texts,
+    st.integers(-(2**31), 2**31 - 1),
+    times,
+    texts,
+    st.none() | texts,
+    st.none() | texts,
+    st.none() | texts,
+    st.binary(max_size=300),
+)
+def test_envelope_records_read_as_fastavro_reads_them(  # noqa: PLR0917 - one per field
+    id_: str,
+    type_: str,
+    version: int,
+    when: datetime,
+    source: str,
+    key: str | None,
+    correlation_id: str | None,
+    causation_id: str | None,
+    data: bytes,
+) -> None:
+    env = envelope_from_fields(
+        type_, {}, version, key, id_, when, source, correlation_id, causation_id
+    )
+    value = _fastavro(env, data)
+    assert read_envelope(value) == schemaless_reader(BytesIO(value), CATALOG.envelope, None)
+
+
+@given(st.binary(max_size=200))
+def test_bytes_that_are_no_envelope_raise_only_reading_errors(value: bytes) -> None:
+    # UnicodeDecodeError is a ValueError; anything else escapes and fails the test
+    with contextlib.suppress(ValueError, EOFError, IndexError, OverflowError):
+        read_envelope(value)
+
+
+def test_trailing_bytes_are_refused() -> None:
+    env = Envelope.new("order.rejected", {})
+    value = _fastavro(env, b"payload")
+    with pytest.raises(ValueError, match="trailing"):
+        read_envelope(value + b"\x00")
