@@ -4,13 +4,12 @@ On when the topology (or one of its steps) has a ``RetryPolicy``. The ``Runtime`
 ``FailureRouting`` and calls it at these points, all on its processing thread:
 
 - ``setup()`` before subscribing: creates each input's retry tiers and DLQ (the input's
-  partition count) and the waiting room's changelog topic. Blocks on the admin API.
+  partition count). Blocks on the admin API.
 - ``topics``: what to subscribe to (inputs and their retry tiers).
   ``consumer_overrides``: the range assignor, so partition *n* of an input and of its
   retry tiers land on the same instance (the waiting room of *n* lives there).
-- ``assigned`` / ``revoked`` from the rebalance callbacks: the waiting room of each input
-  partition is restored from its changelog before any record is read (blocks), dropped
-  on revoke.
+- ``revoked`` from the rebalance callbacks: the rooms and holds of those partitions are
+  forgotten (their stores move with the runtime's other stores).
 - ``sift(consumer, batch)`` for every batch: retry records not yet due are held (their
   partition is sought back and paused, never slept on); ``resume(consumer)`` every loop
   turn; ``poll_timeout(ceiling)`` shortens the poll wait to the next due time.
@@ -20,10 +19,11 @@ On when the topology (or one of its steps) has a ``RetryPolicy``. The ``Runtime`
   (``outbox``, filled by the runtime's emit) and sent only when the attempt succeeds, so a
   success on a retry writes exactly what a first-time success would. A record released
   from the waiting room is processed under the entry of the record that released it.
-- ``before_commit(producer, positions)`` before every offset commit: when a waiting room
-  changed, every write is acknowledged first, then the room is flushed to its changelog
-  and acknowledged, then applied locally; only then may the offsets be committed (state
-  may be ahead of the committed offsets after a crash, never ahead of the writes).
+- The waiting rooms are stores of the runtime's ``StateManager`` (``<app>-<input>-waiting``,
+  memory backend): its Checkpointer restores them on assignment and makes them durable
+  with the other stores at each commit: every write acknowledged, then the rooms flushed
+  to their changelogs, then the offsets (exactly-once: all in one transaction).
+  ``checkpoint_hook`` adds the input positions that a retry record's changes need.
 
 Raises nothing of its own on the hot path: failures of user code become routes; a write
 the broker refuses surfaces through the sink like any output.
@@ -31,10 +31,10 @@ the broker refuses surfaces through the sink like any output.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, Message, Producer
 from confluent_kafka.admin import AdminClient
 
 from streams.codec import Codec, DecodeError
@@ -44,8 +44,8 @@ from streams.failures.parked import TransactionWaitingStore
 from streams.failures.policy import RetryPolicy
 from streams.failures.retry_consumer import RetryGate, hold, resume_due
 from streams.failures.routing import FailedRecord
-from streams.failures.topics import FailureTopics, ensure_failure_topics, partition_count
-from streams.runtime.offsets import InFlight
+from streams.failures.topics import FailureTopics, ensure_failure_topics
+from streams.runtime.offsets import InFlight, PartitionOffsets
 from streams.runtime.sink import OutputSink
 from streams.runtime.status import Stats
 from streams.state import MemoryBackend, StateManager
@@ -54,6 +54,8 @@ from streams.topology import Plan, Topology
 from streams.topology.decoding import decode_source
 from streams.topology.policy import StepFailed
 
+TP = tuple[str, int]
+BeforeCommit = Callable[[Producer, dict[TP, int]], None]
 Output = tuple[str, bytes | None, bytes, Headers]
 """An output waiting for its record's success: topic, key, value, headers."""
 
@@ -115,23 +117,19 @@ class FailureRouting:
         topology: Topology,
         policy: RetryPolicy,
         *,
-        bootstrap: str,
         codec: Codec,
         sink: OutputSink,
         stats: Stats,
-        state: StateManager | None = None,
+        state: StateManager,
     ) -> None:
         self.topology = topology
         self.codec = codec
         self.sink = sink
         self.stats = stats
         self.inputs = list(topology.topics_read)
-        self._bootstrap = bootstrap
         self._widest = widest_policy(topology) or policy
         # The waiting room is state: changelog-backed, restored on assignment.
-        self.state = state or StateManager(
-            topology.app_id, consumer_config={"bootstrap.servers": bootstrap}
-        )
+        self.state = state
         self._stores: dict[str, ChangelogStore] = {
             topic: self.state.add_store(
                 waiting_store_name(topic), MemoryBackend(), source_topic=topic
@@ -165,29 +163,15 @@ class FailureRouting:
         return {"partition.assignment.strategy": "range"}
 
     def setup(self, admin: AdminClient) -> None:
-        """Create the retry tiers, DLQs and waiting-room changelogs. Blocks; raises
-        ``FailureTopicError`` or a ``StateError`` on a topic that cannot be used."""
-        partitions: dict[str, int] = {}
+        """Create the retry tiers and DLQs (the Checkpointer creates the rooms' changelogs).
+        Blocks; raises ``FailureTopicError`` on a topic that cannot be used."""
         for topic in self.inputs:
             ensure_failure_topics(admin, self.failure_topics(topic))
-            partitions[topic] = partition_count(admin, topic)
-        self.state.ensure_changelogs(admin, partitions)
 
     # -- rebalance -------------------------------------------------------------------------
-    def assigned(self, partitions: Sequence[TopicPartition]) -> None:
-        """Restore the waiting rooms of newly assigned input partitions (blocks)."""
-        for tp in partitions:
-            if tp.topic in self._stores and tp.partition not in self._stores[tp.topic].partitions:
-                # Apply the whole changelog: the room may be ahead of the committed offsets
-                # and the handler sorts out records read again.
-                self.state.assign(tp.topic, tp.partition, None)
-
     def revoked(self, partitions: Sequence[tuple[str, int]]) -> None:
         """Forget rooms and holds of revoked (or lost) partitions."""
         self.handler.revoked(partitions)
-        for topic, partition in partitions:
-            if topic in self._stores:
-                self.state.revoke(topic, partition)
 
     # -- the poll loop ---------------------------------------------------------------------
     def sift(self, consumer: Consumer, batch: list[Message]) -> list[Message]:
@@ -269,26 +253,24 @@ class FailureRouting:
         return nxt
 
     # -- durability ------------------------------------------------------------------------
-    def before_commit(self, producer: Producer, positions: dict[tuple[str, int], int]) -> None:
-        """Make the changed waiting rooms durable; call before committing input offsets.
+    def checkpoint_hook(self, partitions: Mapping[TP, PartitionOffsets]) -> BeforeCommit:
+        """For the runtime's Checkpointer (``before_commit``): a room changed by a record of
+        a retry tier belongs to an input partition that may have no new position; it is
+        added at its committed offset, so the change is flushed with this checkpoint
+        before the retry record's offset commits. ``partitions``: the runtime's map."""
 
-        Does nothing while no room changed (no failure since the last commit). Otherwise
-        blocks on two producer flushes (the writes, then the changelog records); raises
-        ``ChangelogWriteError`` if a changelog record was refused (commit nothing then).
-        """
-        changed = {
-            (topic, partition): positions.get((topic, partition), 0)
+        def add_positions(_producer: Producer, positions: dict[TP, int]) -> None:
+            for tp in self._changed():
+                po = partitions.get(tp)
+                if tp not in positions and po is not None and po.committed is not None:
+                    positions[tp] = po.committed
+
+        return add_positions
+
+    def _changed(self) -> list[TP]:
+        return [
+            (topic, partition)
             for topic, store in self._stores.items()
             for partition, part in store.partitions.items()
             if part.transaction().updates
-        }
-        if not changed:
-            return
-        producer.flush()  # the retry copies the room points at exist before the room says so
-        self.state.flush(producer, changed)
-        producer.flush()
-        self.state.check_delivered()
-        self.state.apply()
-
-    def close(self) -> None:
-        self.state.close()
+        ]
