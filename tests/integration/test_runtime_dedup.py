@@ -7,6 +7,8 @@ another machine: the store comes back from its changelog). One output.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -15,7 +17,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import delete_topics
+from streams.admin import create_topic, delete_topics
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.schemas import default_catalog
@@ -126,3 +128,32 @@ def test_an_id_sent_three_times_across_a_restart_and_a_move_is_processed_once(
     assert ids.count(twice.id) == 1
     # each redelivery counted as a duplicate: a's second run, then b
     assert "duplicates=1" in logs["a"] and "duplicates=1" in logs["b"]
+
+
+def test_a_changelog_with_the_wrong_partition_count_stops_the_run_before_anything_is_processed(
+    kafka_bootstrap: str,
+    kafka_admin: AdminClient,
+    make_topic: TopicFactory,
+    app_id: str,
+    tmp_path: Path,
+) -> None:
+    topic = make_topic("dedup-in", partitions=PARTITIONS)
+    create_topic(kafka_admin, f"{app_id}-dedup-changelog", 3, {"cleanup.policy": "compact"})
+    produce_envelopes(kafka_bootstrap, topic, [order(1)], AvroCodec(default_catalog()))
+    cmd = [
+        sys.executable, "-m", "streams", "run", str(DEDUP), "--app-id", app_id,
+        "--set", f"input={topic}", "--bootstrap", kafka_bootstrap, "--no-status",
+        "--state-dir", str(tmp_path),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: changelog topic '{app_id}-dedup-changelog' has 3 partitions but the input "
+        "has 2: a store partition must map to exactly one changelog partition; delete the "
+        "changelog topic (its state is lost) or give the input the same partition count"
+    )
+    assert not caught_up(kafka_bootstrap, app_id, topic)  # nothing committed
+    ends = kafka_admin.list_topics(f"{app_id}-unique", timeout=10).topics.get(f"{app_id}-unique")
+    if ends is not None and ends.error is None:  # the output may exist: it holds nothing
+        with TopicReader(kafka_bootstrap, f"{app_id}-unique") as reader:
+            assert reader.poll(1.0) == []
