@@ -47,10 +47,11 @@ def payment(pid: str, order: str, amount: int = 100) -> Envelope:
 class Running:
     """A Runtime on a background thread; ``stop()`` joins it and returns its exception."""
 
-    def __init__(self, topology: Topology, bootstrap: str) -> None:
+    def __init__(self, topology: Topology, bootstrap: str, **config: Any) -> None:
         prepare_topics(admin_client(bootstrap), topology)
         self.runtime = Runtime(
-            topology, RuntimeConfig(bootstrap=bootstrap, batch_size=50, commit_interval_s=0.5)
+            topology,
+            RuntimeConfig(bootstrap=bootstrap, batch_size=50, commit_interval_s=0.5, **config),
         )
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -223,3 +224,31 @@ def test_undecodable_records_go_to_the_dlq_without_retries(
     assert [i.origin.offset for i in infos if i] == [1, 2, 3]
     assert all(i is not None and i.attempts == 1 and i.stage.value == "decode" for i in infos)
     assert [m.value() for m in dead] == [rows[1][0], rows[2][0], rows[3][0]]
+
+
+def test_exactly_once_with_retries_writes_each_output_once_in_key_order(
+    kafka_bootstrap: str, make_topic: TopicFactory, running: list[Running]
+) -> None:
+    source = make_topic("pay-in", partitions=1)
+    app = unique_topic_name("eos")
+    attempts: Counter[str] = Counter()
+
+    def flaky(env: Envelope) -> Envelope:
+        pid = env.data["payment_id"]
+        attempts[pid] += 1
+        if pid == "e-2" and attempts[pid] == 1:
+            raise TimeoutError("card network timed out")
+        return env
+
+    builder = TopologyBuilder(app, retry="1s")
+    builder.source(source, type="payment.captured", version=1).map(flaky).to(
+        owned("out"), type="payment.captured", version=1
+    )
+    running.append(Running(builder.build(), kafka_bootstrap, processing_guarantee="exactly_once"))
+    produce_envelopes(kafka_bootstrap, source, [payment(f"e-{i}", "k") for i in range(1, 5)], CODEC)
+    committed: dict[str, object] = {"isolation.level": "read_committed"}
+    with TopicReader(kafka_bootstrap, f"{app}-out", config=committed) as reader:
+        reader.wait_for(lambda rs: len(rs) >= 4, 60, what="4 outputs")
+        reader.poll(1.0)
+        assert pids(reader.records) == ["e-1", "e-2", "e-3", "e-4"]
+    assert running[0].runtime.stats.failures["recovered"] == 1
