@@ -90,6 +90,7 @@ class Checkpointer:
         self._log = log
         self._in_transaction = False
         self._broken = False  # a state checkpoint failed: nothing stateful may commit now
+        self._dead: RuntimeFailure | None = None  # a fatal producer error: commit nothing
         self._timeout = config.shutdown_timeout_s
 
     # -- start ------------------------------------------------------------------------------
@@ -135,7 +136,7 @@ class Checkpointer:
         Exactly-once: the open transaction holds their work, so it is aborted and the
         partitions kept are rewound. Their stores close without flushing."""
         gone = {(tp.topic, tp.partition) for tp in lost}
-        if self.exactly_once and self._in_transaction:
+        if self.exactly_once and self._in_transaction and self._dead is None:
             self._abort("partitions lost", exclude=gone)
         if self.state is not None:
             for topic, partition in gone:
@@ -146,6 +147,8 @@ class Checkpointer:
         """One checkpoint (see the module docstring). Blocks until it is durable; raises
         ``ChangelogWriteError`` (nothing committed), ``ProducerFencedError`` or
         ``TransactionError``."""
+        if self._dead is not None:  # raised once already; the revoke on close lands here
+            return
         if self.exactly_once:
             self._commit_transaction()
         else:
@@ -154,17 +157,23 @@ class Checkpointer:
     def finish(self, failure: BaseException | None) -> None:
         """At shutdown: a last checkpoint, or with ``failure`` (exactly-once) an abort, so
         no output of the failed interval is ever visible to read_committed readers."""
-        if self.exactly_once:
-            if failure is None:
-                self._commit_transaction(reopen=False)
-            elif self._in_transaction:
-                self._abort_quietly()
-        else:
-            self._checkpoint(list(self.partitions.values()))
+        if self._dead is not None:
+            return
+        try:
+            if self.exactly_once:
+                if failure is None:
+                    self._commit_transaction(reopen=False)
+                elif self._in_transaction:
+                    self._abort_quietly()
+            else:
+                self._checkpoint(list(self.partitions.values()))
+        finally:
+            # The revoke that closing the consumer triggers has nothing left to commit.
+            self._dead = self._dead or RuntimeFailure("the instance has stopped")
 
     def close(self) -> None:
         """After the consumer closed: close every store (local copies kept)."""
-        if self.exactly_once and self._in_transaction:
+        if self.exactly_once and self._in_transaction and self._dead is None:
             self._abort_quietly()
         if self.state is not None:
             self.state.close(keep=True)
@@ -301,7 +310,11 @@ class Checkpointer:
         try:
             self.producer.abort_transaction(self._timeout)
         except KafkaException as exc:
-            self._log.warning("transaction abort failed", error=exc.args[0].str())
+            failure = self._failure(exc, "aborting a transaction")
+            if isinstance(failure, ProducerFencedError):
+                self._log.error(str(failure))
+            else:
+                self._log.warning("transaction abort failed", error=exc.args[0].str())
         self._in_transaction = False
         if self.state is not None:
             self.state.abort()
@@ -323,6 +336,12 @@ class Checkpointer:
         return keys
 
     def _fatal(self, exc: KafkaException, doing: str) -> RuntimeFailure:
+        """The error to stop with; from now on nothing is committed or aborted."""
+        self._dead = self._failure(exc, doing)
+        self._in_transaction = False
+        return self._dead
+
+    def _failure(self, exc: KafkaException, doing: str) -> RuntimeFailure:
         err: KafkaError = exc.args[0]
         tid = self.transactional_id
         fenced = {

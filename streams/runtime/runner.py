@@ -312,6 +312,9 @@ class Runtime:
             po.committed = nxt
 
     def _flush_and_commit(self, partitions: list[PartitionOffsets]) -> None:
+        if self._checkpoints is not None:  # it flushes, and knows a dead producer
+            self._checkpoints.commit(partitions)
+            return
         self._sink.poll()
         left = self._sink.flush(self.config.shutdown_timeout_s)
         if left:

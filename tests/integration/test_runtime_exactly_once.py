@@ -27,6 +27,7 @@ from streams.testing.topics import unique_topic_name
 ROOT = Path(__file__).resolve().parents[2]
 MIRROR = ROOT / "topology" / "mirror.py"
 TOTAL, KEYS, PARTITIONS = 20_000, 200, 4
+FAST_REBALANCE = ["-Xconsumer.session.timeout.ms=6000", "-Xconsumer.heartbeat.interval.ms=1000"]
 KILL_AT = (3_000, 9_000)  # read_committed outputs seen when each SIGKILL is sent
 
 
@@ -45,6 +46,10 @@ def ce_id(headers: list[tuple[str, bytes]] | None) -> str:
 
 def at_least(n: int) -> Callable[[Sequence[Message]], bool]:
     return lambda records: len(records) >= n
+
+
+def started(log: Path) -> bool:
+    return '"event": "started"' in log.read_text()
 
 
 def caught_up(bootstrap: str, group: str, topic: str) -> bool:
@@ -117,3 +122,60 @@ def test_sigkill_twice_mid_stream_leaves_every_input_exactly_once_in_read_commit
     assert set(seen) == {env.id for env in sent}
     assert [i for i, n in seen.items() if n > 1] == []
     assert len(reader.records) == TOTAL
+
+
+def test_an_instance_fenced_by_a_newer_one_with_its_id_stops_and_nothing_is_duplicated(
+    kafka_bootstrap: str, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    codec = AvroCodec(default_catalog())
+    topic = make_topic("eos-fence-in", partitions=PARTITIONS)
+    app_id = unique_topic_name("eos-fence")
+    sent = inputs()[:4_000]
+    first, second = sent[:2_000], sent[2_000:]
+
+    def start(state: str) -> subprocess.Popen[bytes]:
+        cmd = [
+            sys.executable, "-m", "streams", "run", str(MIRROR), "--app-id", app_id,
+            "--set", f"input={topic}", "--bootstrap", kafka_bootstrap, "--no-status",
+            "--guarantee", "exactly_once", "--instance-id", "a",
+            "--state-dir", str(tmp_path / state), *FAST_REBALANCE,
+        ]  # fmt: skip
+        with open(tmp_path / f"{state}.log", "ab") as log:
+            return subprocess.Popen(
+                cmd, stdout=log, stderr=log, env={**os.environ, "STREAMS_LOG_JSON": "1"}
+            )
+
+    reader = TopicReader(
+        kafka_bootstrap, f"{app_id}-mirror", config={"isolation.level": "read_committed"}
+    )
+    old = start("old")
+    new: subprocess.Popen[bytes] | None = None
+    try:
+        produce_envelopes(kafka_bootstrap, topic, first, codec)
+        reader.wait_for(at_least(len(first)), 60, what="the first outputs")
+        # The same instance id elsewhere (a copy started on another machine): it takes over
+        # the transactional.id, so the old one is fenced at its next transaction.
+        new = start("new")
+        wait_until(lambda: started(tmp_path / "new.log"), 60, what="the new instance")
+        produce_envelopes(kafka_bootstrap, topic, second, codec)  # partly on the old one's
+        assert old.wait(60) == 1
+        wait_until(lambda: caught_up(kafka_bootstrap, app_id, topic), 90, what="caught up")
+        reader.wait_for(at_least(len(sent)), 60, what="every output")
+        new.send_signal(signal.SIGTERM)
+        assert new.wait(60) == 0
+        while reader.poll(1.0):
+            pass
+    except Exception:
+        for name in ("old", "new"):
+            print(f"--- {name}:\n", (tmp_path / f"{name}.log").read_text()[-3000:])
+        raise
+    finally:
+        reader.close()
+        for proc in (old, new):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert "fenced" in (tmp_path / "old.log").read_text().lower()
+    seen = Counter(ce_id(m.headers()) for m in reader.records)  # type: ignore[arg-type]
+    assert set(seen) == {env.id for env in sent}
+    assert [i for i, n in seen.items() if n > 1] == []
