@@ -73,6 +73,7 @@ class StatusReporter:
                 f"{self.app_id}: {stats.partitions} partitions | {stats.consumed:,} in "
                 f"({rate:,.0f}/s) | {stats.produced:,} out | lag {lag}"
                 + (f" | {stats.skipped:,} skipped" if stats.skipped else "")
+                + (f" | {stats.duplicates:,} duplicates" if stats.duplicates else "")
                 + _failures_text(stats.failures)
             )
             self.stream.write(f"\r\x1b[2K{line}")
@@ -84,6 +85,7 @@ class StatusReporter:
                 consumed=stats.consumed,
                 produced=stats.produced,
                 skipped=stats.skipped,
+                duplicates=stats.duplicates,
                 rate=round(rate),
                 lag=stats.lag,
                 partitions=stats.partitions,
