@@ -21,15 +21,18 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from streams.admin import delete_topics
 from streams.bench.core import BenchContext, Row
-from streams.bench.pipeline import PARTITIONS, _produce, _watch
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
+from streams.testing.produce import produce_envelopes
 from streams.testing.topics import unique_topic_name
 from streams.topology import load_topology
 
@@ -37,6 +40,38 @@ SECTION = "dedup"
 ROOT = Path(__file__).resolve().parents[2] / "topology"
 MIRROR, DEDUP = ROOT / "mirror.py", ROOT / "dedup.py"
 EOS_TARGET = 0.85  # exactly-once at most 15% slower than at-least-once
+PARTITIONS = 4
+
+
+def _written(consumer: Consumer, topics: list[str]) -> int:
+    total = 0
+    for topic in topics:
+        for p in range(PARTITIONS):
+            try:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+            except KafkaException:  # no leader yet right after creation: ask again
+                return -1
+            total += max(high, 0)
+    return total
+
+
+def _watch(bootstrap: str, topics: list[str], target: int, timeout: float = 600) -> float:
+    """Seconds from the first output record to ``target`` records, seen via end offsets."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watch"})
+    try:
+        deadline = time.monotonic() + timeout
+        first: float | None = None
+        while time.monotonic() < deadline:
+            n = _written(consumer, topics)
+            now = time.perf_counter()
+            if n > 0 and first is None:
+                first = now
+            if n >= target and first is not None:
+                return max(now - first, 1e-6)
+            time.sleep(0.02)  # the watcher's polling interval, not a synchronisation
+        raise RuntimeError(f"only {_written(consumer, topics)} of {target} outputs arrived")
+    finally:
+        consumer.close()
 
 
 def _orders(n: int) -> list[Envelope]:
@@ -75,7 +110,7 @@ def _rate(ctx: BenchContext, path: Path, source: str, guarantee: str, state_dir:
 def run(ctx: BenchContext) -> list[Row]:
     n = ctx.records
     source = ctx.topic("dedup-in", partitions=PARTITIONS)
-    _produce(ctx.bootstrap, source, _orders(n), AvroCodec(default_catalog()))
+    produce_envelopes(ctx.bootstrap, source, _orders(n), AvroCodec(default_catalog()), timeout=120)
     with tempfile.TemporaryDirectory(prefix="streams-bench-dedup-") as state_dir:
         mirror = _rate(ctx, MIRROR, source, "at_least_once", state_dir)
         dedup = _rate(ctx, DEDUP, source, "at_least_once", state_dir)
