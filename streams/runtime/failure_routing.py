@@ -72,6 +72,40 @@ def widest_policy(topology: Topology) -> RetryPolicy | None:
     return max(policies, key=lambda p: p.tiers) if policies else None
 
 
+_MISSING: Any = object()
+
+
+class _Savepoint(dict[bytes, Any]):
+    """A store transaction's ``updates`` that can undo one attempt's writes.
+
+    Installed in place of ``PartitionTransaction.updates`` (same contents) the first time
+    a partition's transaction meets an attempt; while ``log`` is set, the first write of
+    each key records what it replaced, so ``rollback`` restores the transaction as it was
+    before the attempt (a failed attempt changes no store: its retry must not find, say,
+    its own id already marked seen by dedup). One dict lookup per write while logging.
+    """
+
+    __slots__ = ("log",)
+
+    def __init__(self, base: dict[bytes, Any]) -> None:
+        super().__init__(base)
+        self.log: dict[bytes, Any] | None = None
+
+    def __setitem__(self, key: bytes, value: Any) -> None:
+        log = self.log
+        if log is not None and key not in log:
+            log[key] = self.get(key, _MISSING)
+        super().__setitem__(key, value)
+
+    def rollback(self) -> None:
+        for key, old in (self.log or {}).items():
+            if old is _MISSING:
+                self.pop(key, None)
+            else:
+                super().__setitem__(key, old)
+        self.log = None
+
+
 class OriginMessage:
     """A record released from the waiting room or read from a retry tier, presented to
     processors as read from its input topic (``ctx.record`` shows the original position)."""
@@ -136,6 +170,8 @@ class FailureRouting:
             )
             for topic in self.inputs
         }
+        waiting = set(map(id, self._stores.values()))
+        self._user_stores = [s for s in state.stores.values() if id(s) not in waiting]
         self.handler = FailureHandler(topology.app_id, policy, store_for=self._store_for)
         self.gate: RetryGate = self.handler.gate
         self.outbox: list[Output] = []
@@ -213,13 +249,18 @@ class FailureRouting:
             env = decode_source(self.codec, plan.sources[topic], record.value, headers)
         except DecodeError as exc:
             return self._route(record, exc, Stage.DECODE, "decode", None, entry=entry)
-        plan.current.message = OriginMessage(record, headers)
+        plan.current.message = origin = OriginMessage(record, headers)
+        savepoints = self._savepoints(origin.partition())
         try:
             plan.entries[topic](env)
         except StepFailed as exc:
             outbox.clear()  # a failed attempt writes nothing: its retry writes it all
+            for savepoint in savepoints:
+                savepoint.rollback()
             policy = self.topology.retry_for(exc.step)
             return self._route(record, exc.error, Stage.PROCESS, exc.step, policy, entry=entry)
+        for savepoint in savepoints:
+            savepoint.log = None
         send = self.sink.send
         for out_topic, key, value, out_headers in outbox:
             send(out_topic, key=key, value=value, headers=out_headers, entry=entry)
@@ -229,6 +270,23 @@ class FailureRouting:
         if retried:  # counted as recovered
             self.stats.failures = handler.metrics.snapshot()
         return nxt
+
+    def _savepoints(self, partition: int) -> list[_Savepoint]:
+        """Start logging the writes of an attempt to the topology's own stores."""
+        if not self._user_stores:
+            return []
+        out = []
+        for store in self._user_stores:
+            part = store.partitions.get(partition)
+            if part is None:
+                continue
+            tx = part.transaction()
+            updates = tx.updates
+            if not isinstance(updates, _Savepoint):
+                updates = tx.updates = _Savepoint(updates)
+            updates.log = {}
+            out.append(updates)
+        return out
 
     def _route(
         self,

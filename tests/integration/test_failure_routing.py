@@ -252,3 +252,30 @@ def test_exactly_once_with_retries_writes_each_output_once_in_key_order(
         reader.poll(1.0)
         assert pids(reader.records) == ["e-1", "e-2", "e-3", "e-4"]
     assert running[0].runtime.stats.failures["recovered"] == 1
+
+
+def test_a_retried_record_is_not_taken_for_a_duplicate_of_its_failed_attempt(
+    kafka_bootstrap: str, make_topic: TopicFactory, running: list[Running]
+) -> None:
+    source = make_topic("pay-in", partitions=1)
+    app = unique_topic_name("dedup-retry")
+    attempts: Counter[str] = Counter()
+
+    def flaky(env: Envelope) -> Envelope:
+        pid = env.data["payment_id"]
+        attempts[pid] += 1
+        if pid == "d-2" and attempts[pid] == 1:
+            raise TimeoutError("card network timed out")
+        return env
+
+    builder = TopologyBuilder(app, retry="1s")
+    unique = builder.source(source, type="payment.captured", version=1).dedup(
+        ttl=3600, backend="memory"
+    )
+    unique.map(flaky).to(owned("out"), type="payment.captured", version=1)
+    running.append(Running(builder.build(), kafka_bootstrap))
+    produce_envelopes(kafka_bootstrap, source, [payment(f"d-{i}", "k") for i in range(1, 4)], CODEC)
+    with TopicReader(kafka_bootstrap, f"{app}-out") as reader:
+        reader.wait_for(lambda rs: len(rs) >= 3, 60, what="3 outputs")
+        assert pids(reader.records) == ["d-1", "d-2", "d-3"]
+    assert attempts["d-2"] == 2

@@ -125,3 +125,16 @@ def test_routing_needs_the_codec() -> None:
     )
     with pytest.raises(StreamsError, match="codec"):
         TestDriver(builder.build(), codec=None)
+
+
+def test_a_retried_record_is_not_taken_for_a_duplicate_of_its_failed_attempt() -> None:
+    step = Flaky({"d-2"}, times=1)
+    builder = TopologyBuilder("pay", retry="1s")
+    unique = builder.source("payments", type="payment.captured", version=1).dedup(
+        ttl=3600, backend="memory"
+    )
+    unique.map(step, name="settle").to(owned("out"), type="payment.captured", version=1)
+    with TestDriver(builder.build()) as d:
+        d.pipe("payments", [payment(f"d-{i}", "k") for i in range(1, 4)])
+        d.advance_time(1_000)
+        assert out(d) == ["d-1", "d-2", "d-3"]
