@@ -239,6 +239,9 @@ class Checkpointer:
             for hook in self.before_commit:
                 hook(self.producer, positions)
             written = self.state.flush(self.producer, positions) if self.state else 0
+            if written and self.state is not None:
+                self.sink.flush(self._timeout)  # serves the changelog's delivery reports
+                self.state.check_delivered()
             if not moved and not written:
                 if self.state is not None:
                     self.state.apply()  # nothing was written: only clears the flush
