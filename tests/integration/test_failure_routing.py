@@ -25,7 +25,7 @@ from streams.failures.headers import KIP_1034_HEADERS, parse_failure_headers
 from streams.runtime import Runtime, RuntimeConfig
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
-from streams.testing import TopicFactory, TopicReader, produce_envelopes
+from streams.testing import TopicFactory, TopicReader, produce_envelopes, wait_until
 from streams.testing.topics import unique_topic_name
 from streams.topology import Topology, TopologyBuilder, owned
 
@@ -76,6 +76,15 @@ def running() -> Iterator[list[Running]]:
     yield started
     for r in started:
         r.stop()
+
+
+def assigned(r: Running) -> list[tuple[str, int]]:
+    """The instance's partitions, read from another thread (a rebalance may be changing
+    them: then "none yet")."""
+    try:
+        return r.runtime.assignment
+    except RuntimeError:  # dictionary changed size during iteration
+        return []
 
 
 def pids(records: list[Message]) -> list[str]:
@@ -279,3 +288,47 @@ def test_a_retried_record_is_not_taken_for_a_duplicate_of_its_failed_attempt(
         reader.wait_for(lambda rs: len(rs) >= 3, 60, what="3 outputs")
         assert pids(reader.records) == ["d-1", "d-2", "d-3"]
     assert attempts["d-2"] == 2
+
+
+def test_two_instances_share_the_work_and_keep_order_through_retries(
+    kafka_bootstrap: str, make_topic: TopicFactory, running: list[Running]
+) -> None:
+    source = make_topic("pay-in", partitions=4)
+    app = unique_topic_name("scale")
+    attempts: Counter[str] = Counter()
+
+    def flaky(env: Envelope) -> Envelope:
+        pid = env.data["payment_id"]
+        attempts[pid] += 1
+        if pid.startswith("x-") and attempts[pid] == 1:
+            raise TimeoutError("card network timed out")
+        return env
+
+    builder = TopologyBuilder(app, retry="1s")
+    builder.source(source, type="payment.captured", version=1).map(flaky).to(
+        owned("out"), type="payment.captured", version=1
+    )
+    topology = builder.build()
+    running.extend([Running(topology, kafka_bootstrap), Running(topology, kafka_bootstrap)])
+    wait_until(
+        lambda: all(len(assigned(r)) == 4 for r in running),  # 2 of the input, 2 of the tier
+        60,
+        what="the two instances sharing the partitions",
+        seen=lambda: str([assigned(r) for r in running]),
+    )
+    keys = [f"k{i}" for i in range(12)]
+    envs = [payment(f"{kind}{key}", key) for kind in ("a-", "x-", "c-") for key in keys]
+    produce_envelopes(kafka_bootstrap, source, envs, CODEC)
+    with TopicReader(kafka_bootstrap, f"{app}-out") as reader:
+        reader.wait_for(lambda rs: len(rs) >= len(envs), 90, what="every output")
+        out = [
+            (m.key(), CODEC.decode(m.value(), cast(Any, m.headers())).data["payment_id"])
+            for m in reader.records
+        ]
+    for key in keys:
+        assert [p for k, p in out if k == key.encode()] == [f"a-{key}", f"x-{key}", f"c-{key}"]
+    # each instance has partition n of the input and of its retry tier, or neither
+    for r in running:
+        mine = {p for t, p in r.runtime.assignment if t == source}
+        tier = {p for t, p in r.runtime.assignment if t.endswith("-retry-1")}
+        assert mine and mine == tier
