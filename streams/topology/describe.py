@@ -3,6 +3,7 @@ and a Mermaid flowchart. Both list the topics the topology reads, writes and own
 
 from __future__ import annotations
 
+from streams.failures.topics import FailureTopics
 from streams.topology.nodes import DEFAULT_OUTPUT, Node, SinkNode, SourceNode, StepNode
 from streams.topology.topology import Topology
 
@@ -22,6 +23,8 @@ def _what(t: Topology, node: Node) -> str:
         detail += f", ttl {node.dedup.ttl:g} s, store {node.dedup.store}"
     if node.on_error is not None:
         detail += f", on_error: {getattr(node.on_error, '__name__', node.on_error)}"
+    if node.retry is not None:
+        detail += f", retry: {node.retry.describe()}"
     return f"Processor: {node.name} ({detail})"
 
 
@@ -48,6 +51,15 @@ def describe_text(t: Topology) -> str:
             lines.append(
                 f"  {name} ({spec.backend}, changelog {t.changelog_topics[name]}"
                 f", partitioned like {t.store_source(name)})"
+            )
+    if t.retry_policies:
+        widest = max(t.retry_policies, key=lambda p: p.tiers)
+        lines.append("Failures:")
+        lines.append(f"  retry: {t.retry.describe() if t.retry else 'per step'}")
+        for topic in t.topics_read:
+            tiers = FailureTopics.for_input(t.app_id, topic, widest)
+            lines.append(
+                f"  {topic}: retry tiers {', '.join(tiers.retries) or '-'}; DLQ {tiers.dlq}"
             )
     if t.processing_guarantee != "at_least_once":
         lines.append(f"Processing guarantee: {t.processing_guarantee}")
