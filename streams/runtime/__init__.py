@@ -5,6 +5,7 @@
 what ``streams run`` needs: owned topics created, signal handling and a status line.
 """
 
+from streams.runtime.checkpoint import ProducerFencedError, TransactionError
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import DeliveryError, MissingTopicError, RecordFailed, RuntimeFailure
 from streams.runtime.offsets import InFlight, PartitionOffsets
@@ -18,10 +19,12 @@ __all__ = [
     "MissingTopicError",
     "OutputSink",
     "PartitionOffsets",
+    "ProducerFencedError",
     "RecordFailed",
     "Runtime",
     "RuntimeConfig",
     "RuntimeFailure",
     "Stats",
     "StatusReporter",
+    "TransactionError",
 ]

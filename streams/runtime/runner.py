@@ -19,6 +19,10 @@ Contract and timing:
 - With a ``RetryPolicy`` on the topology (or a step), failures do not stop the runtime: they
   go through retry topics to a DLQ, in order per key (``streams.runtime.failure_routing``);
   outputs of a record are sent once it succeeds.
+- State and exactly-once (``streams.runtime.checkpoint``): with stores, assignment
+  restores them before processing and every commit is a checkpoint (synchronous: outputs,
+  changelog, offsets, then the local stores); with ``exactly_once``, every commit is a
+  transaction over outputs, changelog and offsets, aborted and rewound on failure.
 - No per-record INFO logs; errors are logged with app, topic, partition and offset bound.
 """
 
