@@ -4,10 +4,18 @@ Figures, all in one run on the same broker and the same input topic:
 
 - throughput of one ``streams run topology/orders.py`` instance (decode, validate, enrich,
   route, encode, produce, commit after acks) against a bare confluent-kafka
-  consume→produce loop copying the same records (same producer settings): envelopes/s
-  from the first output to the last, watched from outside through the output topics'
-  end offsets, so both are measured the same way; and of ``topology/mirror.py`` (decode
-  and re-encode, no user code), to show what the runtime and codec alone cost;
+  consume→produce loop copying the same records: envelopes/s from the first output to the
+  last, watched from outside through the output topics' end offsets, so both are measured
+  the same way. Every loop produces with the runtime's producer settings (``RuntimeConfig``:
+  idempotent, ``acks=all``, ``linger.ms=5``, lz4, murmur2 partitioner), runs in its own
+  process and reads the same input topic; the bare loops consume with librdkafka's
+  defaults (the runtime bounds its prefetch, which is part of what it costs). What the bare
+  loop leaves out on purpose: decoding, delivery callbacks, commits;
+- two rows to show where the time goes: the bare loop plus fastavro decoding and
+  re-encoding each envelope (envelope record and payload, headers copied): what the Avro
+  work alone costs a Python pipeline, done the plain way; and ``topology/mirror.py``
+  (decode and re-encode through the runtime, no user code): what the runtime and codec
+  alone cost;
 - p50/p99 end-to-end latency (input produced → output readable) at a fixed input rate;
 - peak RSS (VmHWM) of the instance and of the bare loop's process.
 """
@@ -21,10 +29,12 @@ import sys
 import time
 import uuid
 from collections.abc import Iterable
+from io import BytesIO
 from pathlib import Path
 from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from fastavro import schemaless_reader, schemaless_writer
 
 from streams.admin import delete_topics
 from streams.bench.core import BenchContext, Row
@@ -61,8 +71,9 @@ def _produce(bootstrap: str, topic: str, envelopes: Iterable[Envelope], codec: A
     return n
 
 
-def _bare_relay(bootstrap: str, source: str, target: str) -> None:
-    """The ceiling: consume a batch, produce each record unchanged, serve acks; forever."""
+def _clients(bootstrap: str) -> tuple[Consumer, Producer]:
+    """The bare loops' clients: the runtime's producer settings; a consumer with librdkafka's
+    defaults (the runtime's smaller prefetch is one of its costs, measured against them)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -70,13 +81,56 @@ def _bare_relay(bootstrap: str, source: str, target: str) -> None:
             "auto.offset.reset": "earliest",
         }
     )
-    producer = Producer(RuntimeConfig(bootstrap=bootstrap).producer_config())
+    return consumer, Producer(RuntimeConfig(bootstrap=bootstrap).producer_config())
+
+
+def _bare_relay(bootstrap: str, source: str, target: str) -> None:
+    """The ceiling: consume a batch, produce each record unchanged, serve acks; forever."""
+    consumer, producer = _clients(bootstrap)
     consumer.subscribe([source])
     while True:
         for msg in consumer.consume(1_000, timeout=0.5):
             if msg.error() is None:
                 producer.produce(target, msg.value(), msg.key(), headers=msg.headers())
         producer.poll(0)
+
+
+def _avro_relay(bootstrap: str, source: str, target: str) -> None:
+    """The Avro ceiling: the bare loop plus fastavro reading each envelope and its payload
+    and writing both back (same schemas, same bytes out); headers copied as they came."""
+    catalog = default_catalog()
+    envelope, payload = catalog.envelope, catalog.get("order.placed", 2)
+    consumer, producer = _clients(bootstrap)
+    consumer.subscribe([source])
+    while True:
+        for msg in consumer.consume(1_000, timeout=0.5):
+            if msg.error() is not None:
+                continue
+            rec: Any = schemaless_reader(BytesIO(cast(bytes, msg.value())), envelope, None)
+            data = schemaless_reader(BytesIO(rec["data"]), payload, None)
+            buf = BytesIO()
+            schemaless_writer(buf, payload, data)
+            rec["data"] = buf.getvalue()
+            buf = BytesIO()
+            schemaless_writer(buf, envelope, rec)
+            producer.produce(target, buf.getvalue(), msg.key(), headers=msg.headers())
+        producer.poll(0)
+
+
+def _relay_rate(ctx: BenchContext, relay: Any, source: str, hint: str) -> tuple[float, float]:
+    """Records/s of ``relay`` (run in a forked process) over the ``ctx.records`` inputs of
+    ``source``, and its peak RSS in MB."""
+    target = ctx.topic(hint, partitions=PARTITIONS)
+    proc = multiprocessing.get_context("fork").Process(
+        target=relay, args=(ctx.bootstrap, source, target), daemon=True
+    )
+    proc.start()
+    try:
+        seconds = _watch(ctx.bootstrap, [target], ctx.records)
+        return ctx.records / seconds, _peak_rss_mb(cast(int, proc.pid))
+    finally:
+        proc.kill()
+        proc.join()
 
 
 def _end_offsets(consumer: Consumer, topics: list[str]) -> int:
@@ -142,19 +196,9 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def _throughput(ctx: BenchContext, codec: AvroCodec, orders_mod: Any) -> list[Row]:
     n = ctx.records
     source = ctx.topic("pipeline-in", partitions=PARTITIONS)
-    bare_out = ctx.topic("pipeline-bare-out", partitions=PARTITIONS)
     _produce(ctx.bootstrap, source, orders_mod.sample_orders(n), codec)
-
-    bare = multiprocessing.get_context("fork").Process(
-        target=_bare_relay, args=(ctx.bootstrap, source, bare_out), daemon=True
-    )
-    bare.start()
-    try:
-        t_bare = _watch(ctx.bootstrap, [bare_out], n)
-        bare_rss = _peak_rss_mb(cast(int, bare.pid))
-    finally:
-        bare.kill()
-        bare.join()
+    bare_rate, bare_rss = _relay_rate(ctx, _bare_relay, source, "pipeline-bare-out")
+    avro_rate, _ = _relay_rate(ctx, _avro_relay, source, "pipeline-avro-out")
 
     app_id = unique_topic_name("bench-orders")
     outputs = [f"{app_id}-accepted", f"{app_id}-rejected"]
@@ -173,9 +217,17 @@ def _throughput(ctx: BenchContext, codec: AvroCodec, orders_mod: Any) -> list[Ro
     finally:
         _stop(proc)
         delete_topics(ctx.admin, mirror_out)
-    bare_rate, rate = n / t_bare, n / t_pipe
+    rate = n / t_pipe
     return [
         Row(SECTION, "bare consume→produce loop", bare_rate, "rec/s", note=f"{n:,} records"),
+        Row(
+            SECTION,
+            "bare loop + fastavro decode/encode",
+            avro_rate,
+            "env/s",
+            baseline=bare_rate,
+            note="fastavro reads and writes each envelope and payload: the Avro work alone",
+        ),
         Row(
             SECTION,
             "orders pipeline (1 instance)",
