@@ -305,6 +305,7 @@ class FailureRouting:
             value=route.value,
             headers=route.headers,
             partition=route.partition,
+            timestamp=route.timestamp,
             entry=entry,
         )
         self.stats.failures = self.handler.metrics.snapshot()

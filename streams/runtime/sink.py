@@ -56,17 +56,20 @@ class OutputSink:
         headers: Sequence[tuple[str, bytes | None]],
         entry: InFlight,
         partition: int | None = None,
+        timestamp: int | None = None,
     ) -> None:
-        """Queue one write caused by ``entry``'s record (partitioned by key unless given)."""
+        """Queue one write caused by ``entry``'s record (partitioned by key unless given;
+        ``timestamp`` in ms, default now: retry and DLQ copies keep the record's own)."""
         entry.hold()
         ack = _Ack(self, entry)
         hdrs: Any = headers  # the stubs want a list of str|bytes values: ours is a subset
         # partition -1 is librdkafka's "unassigned": the partitioner picks from the key
         part = -1 if partition is None else partition
+        ts = timestamp or 0  # 0: librdkafka stamps the current time
         produce = self.producer.produce
         while True:
             try:
-                produce(topic, value, key, part, on_delivery=ack, headers=hdrs)
+                produce(topic, value, key, part, on_delivery=ack, timestamp=ts, headers=hdrs)
                 break
             except BufferError:  # local queue full: serve acks to make room
                 self.producer.poll(0.05)

@@ -191,6 +191,9 @@ def test_a_record_failing_every_time_lands_in_the_dlq_and_its_key_moves_on(
     assert info.app_id == app and info.step == "refuse_negative"
     assert info.first_failure < info.last_failure
     assert hdrs["ce_id"] == envs[1].id.encode()  # the original headers are kept
+    with TopicReader(kafka_bootstrap, source) as original:
+        failed = original.wait_for(lambda rs: len(rs) >= 2, 30)[1]
+    assert dead.timestamp()[1] == failed.timestamp()[1]  # and its timestamp
 
 
 def test_undecodable_records_go_to_the_dlq_without_retries(
