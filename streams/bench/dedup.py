@@ -10,7 +10,9 @@ Four ``streams run`` instances, one after the other, each copying the same input
 * both again with ``--guarantee exactly_once`` (transactions committed every
   ``commit_interval_s``, the default 1 s).
 
-Throughput is envelopes/s from the first output to the last, seen from outside through the
+Each configuration runs twice, alternating with the others; the best run of each counts
+(a load spike on a shared machine then hits every row alike). Throughput is envelopes/s
+from the first output to the last, seen from outside through the
 output's end offsets (as in section ``pipeline``; with exactly-once those include one
 commit marker per partition and transaction, a few dozen records in all).
 """
@@ -41,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[2] / "topology"
 MIRROR, DEDUP = ROOT / "mirror.py", ROOT / "dedup.py"
 EOS_TARGET = 0.85  # exactly-once at most 15% slower than at-least-once
 PARTITIONS = 4
+ROUNDS = 2
 
 
 def _written(consumer: Consumer, topics: list[str]) -> int:
@@ -111,12 +114,20 @@ def run(ctx: BenchContext) -> list[Row]:
     n = ctx.records
     source = ctx.topic("dedup-in", partitions=PARTITIONS)
     produce_envelopes(ctx.bootstrap, source, _orders(n), AvroCodec(default_catalog()), timeout=120)
+    runs = [
+        (MIRROR, "at_least_once"),
+        (MIRROR, "exactly_once"),
+        (DEDUP, "at_least_once"),
+        (DEDUP, "exactly_once"),
+    ]
+    best: dict[tuple[Path, str], float] = {}
     with tempfile.TemporaryDirectory(prefix="streams-bench-dedup-") as state_dir:
-        mirror = _rate(ctx, MIRROR, source, "at_least_once", state_dir)
-        dedup = _rate(ctx, DEDUP, source, "at_least_once", state_dir)
-        mirror_eos = _rate(ctx, MIRROR, source, "exactly_once", state_dir)
-        dedup_eos = _rate(ctx, DEDUP, source, "exactly_once", state_dir)
-    note = f"{n:,} envelopes, {PARTITIONS} partitions"
+        for _round in range(ROUNDS):  # alternating, best of each: load spikes hit all alike
+            for path, guarantee in runs:
+                rate = _rate(ctx, path, source, guarantee, state_dir)
+                best[(path, guarantee)] = max(best.get((path, guarantee), 0.0), rate)
+    mirror, mirror_eos, dedup, dedup_eos = (best[r] for r in runs)
+    note = f"{n:,} envelopes, {PARTITIONS} partitions, best of {ROUNDS} alternating runs"
     return [
         Row(SECTION, "mirror, at-least-once", mirror, "env/s", note=note),
         Row(
