@@ -13,10 +13,9 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from streams.bench import bare_client, codec, failures, pipeline, state
-from streams.bench import replay as replay_bench
-from streams.bench import retry_routing
+from streams.bench import bare_client, codec, failures, pipeline, retry_routing, state
 from streams.bench import dedup as dedup_bench
+from streams.bench import replay as replay_bench
 from streams.bench.core import BenchContext, Row, peak_rss_mb
 from streams.broker import LocalBroker, free_port
 from streams.config import external_bootstrap
