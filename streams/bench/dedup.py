@@ -10,9 +10,9 @@ Four ``streams run`` instances, one after the other, each copying the same input
 * both again with ``--guarantee exactly_once`` (transactions committed every
   ``commit_interval_s``, the default 1 s).
 
-Each configuration runs twice, alternating with the others; the best run of each counts
-(a load spike on a shared machine then hits every row alike). Throughput is envelopes/s
-from the first output to the last, seen from outside through the
+Each configuration runs twice (``--quick``: once), alternating with the others; the best
+run of each counts (a load spike on a shared machine then hits every row alike).
+Throughput is envelopes/s from the first output to the last, seen from outside through the
 output's end offsets (as in section ``pipeline``; with exactly-once those include one
 commit marker per partition and transaction, a few dozen records in all).
 """
@@ -121,13 +121,14 @@ def run(ctx: BenchContext) -> list[Row]:
         (DEDUP, "exactly_once"),
     ]
     best: dict[tuple[Path, str], float] = {}
+    rounds = 1 if ctx.quick else ROUNDS
     with tempfile.TemporaryDirectory(prefix="streams-bench-dedup-") as state_dir:
-        for _round in range(ROUNDS):  # alternating, best of each: load spikes hit all alike
+        for _round in range(rounds):  # alternating, best of each: load spikes hit all alike
             for path, guarantee in runs:
                 rate = _rate(ctx, path, source, guarantee, state_dir)
                 best[(path, guarantee)] = max(best.get((path, guarantee), 0.0), rate)
     mirror, mirror_eos, dedup, dedup_eos = (best[r] for r in runs)
-    note = f"{n:,} envelopes, {PARTITIONS} partitions, best of {ROUNDS} alternating runs"
+    note = f"{n:,} envelopes, {PARTITIONS} partitions, best of {rounds} alternating runs"
     return [
         Row(SECTION, "mirror, at-least-once", mirror, "env/s", note=note),
         Row(
