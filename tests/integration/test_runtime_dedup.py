@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from streams.admin import create_topic, delete_topics
@@ -128,6 +128,56 @@ def test_an_id_sent_three_times_across_a_restart_and_a_move_is_processed_once(
     assert ids.count(twice.id) == 1
     # each redelivery counted as a duplicate: a's second run, then b
     assert "duplicates=1" in logs["a"] and "duplicates=1" in logs["b"]
+
+
+FLAKY_STEP = """
+from pathlib import Path
+from streams.topology import TopologyBuilder, owned
+
+def build(app_id="flaky", input="orders", broken=""):
+    def check(env):
+        if env.data["total_cents"] == 2 and Path(broken).exists():
+            raise RuntimeError("the service is down")
+        return env
+    b = TopologyBuilder(app_id)
+    s = b.source(input, type="order.placed", version=2)
+    s.dedup(ttl=3600).map(check).to(owned("unique"), type="order.placed", version=2)
+    return b.build()
+"""
+
+
+def test_a_record_that_failed_after_dedup_is_processed_when_it_comes_again(
+    kafka_bootstrap: str, make_topic: TopicFactory, app_id: str, tmp_path: Path
+) -> None:
+    """The dedup mark of a failed record is never checkpointed (nor anything of its
+    partition after the last commit): after the fix, the redelivered record is processed,
+    not taken for a duplicate."""
+    codec = AvroCodec(default_catalog())
+    topic = make_topic("dedup-in", partitions=PARTITIONS)
+    path = tmp_path / "flaky.py"
+    path.write_text(FLAKY_STEP)
+    broken = tmp_path / "broken"
+    broken.touch()
+    settings = {"input": topic, "broken": str(broken)}
+    args = ["--state-dir", str(tmp_path / "state")]
+    good, failing = (order(n).with_data(order(n).data, key="same") for n in (1, 2))
+    produce_envelopes(kafka_bootstrap, topic, [good, failing], codec)  # one partition
+    with TopologyProcess(path, kafka_bootstrap, app_id=app_id, settings=settings, args=args) as run:
+        wait_until(lambda: not run.running, 60, what="the run to stop on the failed record")
+        assert run.stop() == 1
+        assert "the service is down" in run.output()
+    broken.unlink()  # fixed
+    with (
+        TopologyProcess(path, kafka_bootstrap, app_id=app_id, settings=settings, args=args) as run,
+        TopicReader(kafka_bootstrap, f"{app_id}-unique") as reader,
+    ):
+        reader.wait_for(lambda rs: len(rs) >= 2, 60, what="the outputs after the fix")
+    # good's offset may be committed or not (at-least-once): failing is never dropped
+    assert set(ce_ids(reader.records)) == {good.id, failing.id}
+
+
+def ce_ids(records: Sequence[Message]) -> list[str]:
+    return [dict(cast(Any, m.headers()))["ce_id"].decode() for m in records]
 
 
 def test_a_changelog_with_the_wrong_partition_count_stops_the_run_before_anything_is_processed(
