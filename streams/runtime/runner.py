@@ -154,7 +154,13 @@ class Runtime:
             from streams.admin import admin_client  # noqa: PLC0415 - only with state
 
             self._state.start()
-            self._checkpoints.prepare(admin_client(self.config.bootstrap))
+            try:
+                self._checkpoints.prepare(admin_client(self.config.bootstrap))
+            except BaseException:  # nothing started: release what the instance holds
+                self._consumer.close()
+                self._checkpoints.close()
+                self._state.close()
+                raise
         consumer.subscribe(
             topics,
             on_assign=self._on_assign,
