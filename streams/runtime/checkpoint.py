@@ -22,6 +22,8 @@ aborted (a rebalance fenced its offsets, a lost partition, a timeout) is aborted
 changes are dropped, every assigned partition is rewound to its committed offset, and
 processing continues from there. A producer fenced by a newer instance with the same
 ``transactional.id`` raises ``ProducerFencedError``: this instance stops, committing nothing.
+A broker outage raises ``BrokerUnavailable`` instead of waiting in an abort; the runtime
+then calls ``recover`` once the broker answers (``streams.runtime.recovery``).
 
 **Assignment** (``assigned``, inside the rebalance callback): the committed offset of each
 new partition is read (none: the low or high watermark, following ``auto.offset.reset``),
@@ -40,6 +42,8 @@ from confluent_kafka.admin import AdminClient
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import MissingTopicError, RuntimeFailure
 from streams.runtime.offsets import PartitionOffsets
+from streams.runtime.recovery import FENCED, BrokerUnavailable, replace_producer, transient
+from streams.runtime.recovery import unavailable as _unavailable
 from streams.runtime.sink import OutputSink
 from streams.state import StateError, StateManager
 
@@ -92,6 +96,8 @@ class Checkpointer:
         self._broken = False  # a state checkpoint failed: nothing stateful may commit now
         self._dead: RuntimeFailure | None = None  # a fatal producer error: commit nothing
         self._timeout = config.shutdown_timeout_s
+        self._interrupted: BrokerUnavailable | None = None  # an outage met in a callback
+        self._needs_init = False  # a replaced transactional producer not initialised yet
 
     # -- start ------------------------------------------------------------------------------
     def prepare(self, admin: AdminClient) -> None:
@@ -137,7 +143,10 @@ class Checkpointer:
         partitions kept are rewound. Their stores close without flushing."""
         gone = {(tp.topic, tp.partition) for tp in lost}
         if self.exactly_once and self._in_transaction and self._dead is None:
-            self._abort("partitions lost", exclude=gone)
+            try:
+                self._abort("partitions lost", exclude=gone)
+            except BrokerUnavailable as exc:  # raised at the next commit: recovery aborts
+                self._interrupted = exc
         if self.state is not None:
             for topic, partition in gone:
                 self.state.revoke(topic, partition, keep=True)
@@ -149,6 +158,8 @@ class Checkpointer:
         ``TransactionError``."""
         if self._dead is not None:  # raised once already; the revoke on close lands here
             return
+        if self._interrupted is not None:
+            raise self._interrupted
         if self.exactly_once:
             self._commit_transaction()
         else:
@@ -230,6 +241,8 @@ class Checkpointer:
             return
         partitions = list(self.partitions.values())
         positions = self._finished(partitions)
+        if self.sink.errors and not self.sink.refused:  # outputs timed out: the broker is away
+            self.sink.raise_errors()  # BrokerUnavailable: recovery, not an abort that waits
         if self.sink.errors or any(po.in_flight for po in partitions):
             self._abort("an output or record did not finish")
             return
@@ -256,8 +269,12 @@ class Checkpointer:
             self._commit_with_retries()
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
-            if err.fatal():
+            if err.code() in FENCED or (err.fatal() and not transient(err)):
                 raise self._fatal(exc, "committing a transaction") from exc
+            if err.fatal() or (transient(err) and not err.txn_requires_abort()):
+                # The broker is away (an abort would only wait for it too): recovery
+                # replaces the producer, which aborts or completes this transaction.
+                raise _unavailable(exc, "committing a transaction") from exc
             self._abort(f"commit failed: {err.str()}")
             return
         self._in_transaction = False
@@ -287,6 +304,8 @@ class Checkpointer:
         try:
             self.producer.begin_transaction()
         except KafkaException as exc:
+            if transient(exc.args[0]):
+                raise _unavailable(exc, "beginning a transaction") from exc
             raise self._fatal(exc, "beginning a transaction") from exc
         self._in_transaction = True
 
@@ -295,6 +314,8 @@ class Checkpointer:
         try:
             self.producer.abort_transaction(self._timeout)
         except KafkaException as exc:
+            if transient(exc.args[0]):  # the transaction stays open: recovery aborts it
+                raise _unavailable(exc, "aborting a transaction") from exc
             raise self._fatal(exc, "aborting a transaction") from exc
         self._in_transaction = False
         self.aborts += 1
@@ -308,6 +329,51 @@ class Checkpointer:
             partitions=len(rewound),
         )
         self._begin()
+
+    def recover(self, make_producer: Callable[[], Producer]) -> None:
+        """After a broker outage (``streams.runtime.recovery``), once the broker answers:
+        undo everything since the last commit. Exactly-once: the producer is replaced by
+        ``make_producer()`` and its transactions initialised (which aborts the open one),
+        then the next transaction opens; at-least-once: queued outputs are settled and a
+        producer in a fatal state is replaced. Both guarantees: undelivered outputs and
+        store changes are dropped and every partition is rewound to its committed offset.
+        Blocks on the broker; raises ``BrokerUnavailable`` when it is away again (call
+        again), ``ProducerFencedError``/``TransactionError`` when it cannot go on."""
+        self._interrupted = None
+        if not self.exactly_once:  # no write still queued may fail after the rewind
+            self.sink.flush(self._timeout)
+        # Exactly-once: always a new producer. Outputs that timed out may or may not have
+        # been written, which leaves the old one's sequence numbers out of step with the
+        # broker; initialising a new one fences the old epoch and aborts its transaction.
+        if self.exactly_once or self._needs_init or self.sink.fatal:
+            self._renew(make_producer)
+        if self.exactly_once:
+            self._in_transaction = False
+            self.aborts += 1
+        self.sink.errors.clear()  # the undone outputs are produced again
+        self.sink.refused = 0
+        if self.state is not None:
+            self.state.abort()
+        self._rewind(frozenset())
+        if self.exactly_once:
+            self._begin()
+
+    def _renew(self, make_producer: Callable[[], Producer]) -> None:
+        """Replace a producer in a fatal state (exactly-once: and initialise it)."""
+        if not self._needs_init:
+            self.producer = replace_producer(self.producer, make_producer)
+            self.sink.producer = self.producer
+            self.sink.fatal = False
+            self._needs_init = self.exactly_once
+        if self._needs_init:
+            try:
+                self.producer.init_transactions(self._timeout)
+            except KafkaException as exc:
+                if transient(exc.args[0]):
+                    raise _unavailable(exc, "initialising transactions") from exc
+                raise self._fatal(exc, "initialising transactions") from exc
+            self._needs_init = False
+        self._in_transaction = False
 
     def _abort_quietly(self) -> None:
         try:
@@ -369,6 +435,8 @@ class Checkpointer:
         try:
             found = self.consumer.committed(tps, timeout=self._timeout)
         except KafkaException as exc:
+            if transient(exc.args[0]):
+                raise _unavailable(exc, "reading the committed offsets") from exc
             raise RuntimeFailure(f"cannot read the committed offsets: {exc.args[0].str()}") from exc
         out: dict[TP, int] = {}
         latest = self.config.auto_offset_reset in ("latest", "end", "largest")

@@ -23,6 +23,9 @@ Contract and timing:
   restores them before processing and every commit is a checkpoint (synchronous: outputs,
   changelog, offsets, then the local stores); with ``exactly_once``, every commit is a
   transaction over outputs, changelog and offsets, aborted and rewound on failure.
+- A broker outage (outputs timed out, a transaction that cannot finish) does not stop the
+  runtime: it waits for the broker, undoes the work since the last commit and goes on
+  (``streams.runtime.recovery``).
 - No per-record INFO logs; errors are logged with app, topic, partition and offset bound.
 """
 
@@ -42,6 +45,7 @@ from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import RecordFailed, RuntimeFailure
 from streams.runtime.failure_routing import FailureRouting, widest_policy
 from streams.runtime.offsets import InFlight, PartitionOffsets
+from streams.runtime.recovery import BrokerUnavailable, Recovery, rewind_stateless, transient
 from streams.runtime.sink import OutputSink
 from streams.runtime.status import Stats
 from streams.runtime.stores import RuntimeState, processing_guarantee
@@ -106,6 +110,13 @@ class Runtime:
             self._routing.plan = self._plan
             consumer_config = {**consumer_config, **self._routing.consumer_overrides}
         self._consumer = Consumer(consumer_config)
+        self._make_producer = lambda: Producer(config.producer_config(tid))
+        self._recovery = Recovery(
+            consumer=self._consumer,
+            rewind_all=self._rewind_all,
+            stopping=lambda: self._stopping,
+            log=self._log,
+        )
         self._checkpoints: Checkpointer | None = None
         if self._state is not None:
             self._checkpoints = Checkpointer(
@@ -170,7 +181,12 @@ class Runtime:
         self._log.info("started", topics=self.topology.topics_read)
         failure: BaseException | None = None
         try:
-            self._loop()
+            while True:
+                try:
+                    self._loop()
+                    break
+                except BrokerUnavailable as exc:  # an outage: wait, rewind, go on
+                    self._recovery.recover(exc)
         except KafkaException as exc:  # a client error the loop did not expect
             failure = exc
             raise RuntimeFailure(f"Kafka client error: {exc.args[0]}") from exc
@@ -286,9 +302,25 @@ class Runtime:
     def _consumer_error(self, err: KafkaError) -> None:
         if err.code() == KafkaError._PARTITION_EOF:
             return
-        if err.fatal() or not err.retriable():
+        if err.fatal() or not (err.retriable() or transient(err)):
             raise RuntimeFailure(f"consumer error: {err.str()}")
         self._log.warning("consumer error", error=err.str())
+
+    def _rewind_all(self) -> None:
+        """Undo the work since the last commit (``streams.runtime.recovery``)."""
+        if self._checkpoints is not None:
+            self._checkpoints.recover(self._make_producer)
+            return
+        latest = self.config.auto_offset_reset in ("latest", "end", "largest")
+        timeout = self.config.shutdown_timeout_s
+        rewind_stateless(
+            self._consumer,
+            self._sink,
+            self._partitions,
+            self._make_producer,
+            latest=latest,
+            timeout=timeout,
+        )
 
     # -- commits -------------------------------------------------------------------------
     def _commit(

@@ -6,7 +6,9 @@ after every write they caused is durable.
 ``send`` never blocks for long: when the producer's local queue is full it serves delivery
 callbacks until there is room. Acknowledgements arrive inside ``poll``/``flush``. A write
 the broker refuses (after the idempotent producer's own retries) marks its record failed,
-which stops commits for that partition at that record, and ``raise_errors`` reports it.
+which stops commits for that partition at that record, and ``raise_errors`` reports it
+(an output that only timed out, the broker away, as ``BrokerUnavailable``: see
+``streams.runtime.recovery``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from confluent_kafka import KafkaError, Message, Producer
 
 from streams.runtime.errors import DeliveryError
 from streams.runtime.offsets import InFlight
+from streams.runtime.recovery import BrokerUnavailable, transient
 
 
 class _Ack:
@@ -33,6 +36,10 @@ class _Ack:
         if err is not None:
             self.entry.failed = True
             self.sink.errors.append(f"{msg.topic()}: {err.str()}")
+            if err.fatal():  # the producer is unusable: recovery replaces it
+                self.sink.fatal = True
+            if not transient(err):
+                self.sink.refused += 1
         else:
             self.sink.acked += 1
         self.entry.release()
@@ -44,6 +51,8 @@ class OutputSink:
     def __init__(self, producer: Producer) -> None:
         self.producer = producer
         self.errors: list[str] = []
+        self.refused = 0  # errors that are not an outage (they stop the runtime)
+        self.fatal = False  # a delivery error said the producer is in a fatal state
         self.sent = 0
         self.acked = 0
 
@@ -85,8 +94,11 @@ class OutputSink:
         return int(self.producer.flush(timeout_s))
 
     def raise_errors(self) -> None:
-        """Raise DeliveryError if the broker refused any write."""
+        """Raise DeliveryError if the broker refused any write; ``BrokerUnavailable`` when
+        every failed write only timed out or lost its connection (the runtime recovers)."""
         if self.errors:
             first = self.errors[0]
             more = f" (and {len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
+            if not self.refused:
+                raise BrokerUnavailable(f"an output was not delivered: {first}{more}")
             raise DeliveryError(f"the broker refused an output: {first}{more}")

@@ -1,0 +1,139 @@
+"""The broker going away mid-stream, and coming back: the instance recovers by itself.
+
+A broker of the test's own (the session broker is shared) is stopped while a `streams run`
+instance is copying a stream, kept down until the instance's outputs have failed on the
+producer's shortened delivery/transaction timeouts (the instance logs the outage), then
+started again on the same port and data. The instance stays alive, and the rest of the
+stream is produced after the return:
+
+- exactly-once: a read_committed consumer of the output sees every input exactly once
+  (the open transaction was aborted and its partitions rewound);
+- at-least-once: every input is in the output (duplicates allowed, nothing lost).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Message
+
+from streams.admin import admin_client, create_topic
+from streams.broker import LocalBroker, free_port
+from streams.codec import AvroCodec
+from streams.envelope import Envelope
+from streams.schemas import default_catalog
+from streams.testing import TopicReader, produce_envelopes, wait_until
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+MIRROR = ROOT / "topology" / "mirror.py"
+BEFORE, DURING, AFTER = 1_000, 8_000, 1_000  # inputs: caught up, in flight at the stop, later
+OUTAGE = "broker unavailable"  # the instance's one warning per outage
+# Outputs fail within seconds of the stop rather than librdkafka's default 5 minutes.
+SHORT_TIMEOUTS = {
+    "exactly_once": [
+        "-Xproducer.transaction.timeout.ms=6000",
+        "-Xproducer.message.timeout.ms=5000",
+    ],
+    "at_least_once": ["-Xproducer.message.timeout.ms=4000"],
+}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    own = LocalBroker(port=free_port(), data_dir=tmp_path_factory.mktemp("outage") / "broker")
+    own.up()
+    try:
+        yield own
+    finally:
+        own.down()
+
+
+def inputs(n: int, start: int = 0) -> list[Envelope]:
+    out = []
+    for i in range(start, start + n):
+        key = f"key-{i % 50:02d}"
+        data = {"order_id": f"o-{i}", "customer_id": key, "items": [], "total_cents": i}
+        out.append(Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=key))
+    return out
+
+
+def ce_id(msg: Message) -> str:
+    headers: list[tuple[str, bytes]] = msg.headers() or []  # type: ignore[assignment]
+    return next(v.decode() for k, v in headers if k == "ce_id")
+
+
+@pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
+def test_the_instance_recovers_when_the_broker_returns(
+    broker: LocalBroker, tmp_path: Path, guarantee: str
+) -> None:
+    bootstrap = broker.bootstrap
+    codec = AvroCodec(default_catalog())
+    topic = f"outage-in-{guarantee}"
+    app_id = f"outage-{guarantee}"
+    create_topic(admin_client(bootstrap), topic, partitions=3)
+    sent = inputs(BEFORE + DURING + AFTER)
+    produce_envelopes(bootstrap, topic, sent[:BEFORE], codec)
+
+    log_path = tmp_path / "instance.log"
+    cmd = [
+        sys.executable, "-m", "streams", "run", str(MIRROR), "--app-id", app_id,
+        "--set", f"input={topic}", "--bootstrap", bootstrap, "--no-status",
+        "--guarantee", guarantee, "--state-dir", str(tmp_path / "state"),
+        "--batch-size", "100", *SHORT_TIMEOUTS[guarantee],
+    ]  # fmt: skip
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=log, env={**os.environ, "STREAMS_LOG_JSON": "1"}
+        )
+
+    def log_text() -> str:
+        return log_path.read_text()
+
+    committed: dict[str, object] = {"isolation.level": "read_committed"}
+    try:
+        with TopicReader(bootstrap, f"{app_id}-mirror", config=committed) as early:
+            early.wait_for(lambda rs: len(rs) >= BEFORE, 60, what="the first outputs")
+            produce_envelopes(bootstrap, topic, sent[BEFORE : BEFORE + DURING], codec)
+            early.wait_for(lambda rs: len(rs) > BEFORE, 30, what="outputs of the second part")
+        broker.down()  # mid-stream: the instance has a backlog, a transaction open
+        # Down until the instance's outputs have failed (it says so once), or it died.
+        wait_until(
+            lambda: OUTAGE in log_text() or proc.poll() is not None,
+            60,
+            what="the instance to notice the outage",
+        )
+        assert proc.poll() is None, log_text()[-4000:]
+        broker.up()
+        produce_envelopes(bootstrap, topic, sent[BEFORE + DURING :], codec)
+        with TopicReader(bootstrap, f"{app_id}-mirror", config=committed) as reader:
+            reader.wait_for(
+                lambda rs: {ce_id(m) for m in rs} >= {e.id for e in sent}, 90, what="every input"
+            )
+            assert proc.poll() is None, log_text()[-4000:]
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(60) == 0, log_text()[-4000:]
+            while reader.poll(1.0):  # to the end: the instance has stopped
+                pass
+            seen = Counter(ce_id(m) for m in reader.records)
+    except Exception:
+        print(log_text()[-6000:])
+        raise
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    assert set(seen) == {e.id for e in sent}
+    assert "recovered" in log_text()
+    assert log_text().count(OUTAGE) == 1  # once per outage, not per record
+    if guarantee == "exactly_once":
+        assert [i for i, n in seen.items() if n > 1] == []
