@@ -19,17 +19,13 @@ commit marker per partition and transaction, a few dozen records in all).
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
-
 from streams.admin import delete_topics
-from streams.bench.core import BenchContext, Row
+from streams.bench.core import BenchContext, Row, stop_process, watch_outputs
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.runtime.topics import prepare_topics
@@ -44,37 +40,6 @@ MIRROR, DEDUP = ROOT / "mirror.py", ROOT / "dedup.py"
 EOS_TARGET = 0.85  # exactly-once at most 15% slower than at-least-once
 PARTITIONS = 4
 ROUNDS = 2
-
-
-def _written(consumer: Consumer, topics: list[str]) -> int:
-    total = 0
-    for topic in topics:
-        for p in range(PARTITIONS):
-            try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
-            except KafkaException:  # no leader yet right after creation: ask again
-                return -1
-            total += max(high, 0)
-    return total
-
-
-def _watch(bootstrap: str, topics: list[str], target: int, timeout: float = 600) -> float:
-    """Seconds from the first output record to ``target`` records, seen via end offsets."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watch"})
-    try:
-        deadline = time.monotonic() + timeout
-        first: float | None = None
-        while time.monotonic() < deadline:
-            n = _written(consumer, topics)
-            now = time.perf_counter()
-            if n > 0 and first is None:
-                first = now
-            if n >= target and first is not None:
-                return max(now - first, 1e-6)
-            time.sleep(0.02)  # the watcher's polling interval, not a synchronisation
-        raise RuntimeError(f"only {_written(consumer, topics)} of {target} outputs arrived")
-    finally:
-        consumer.close()
 
 
 def _orders(n: int) -> list[Envelope]:
@@ -97,14 +62,9 @@ def _rate(ctx: BenchContext, path: Path, source: str, guarantee: str, state_dir:
     cmd += ["--guarantee", guarantee, "--state-dir", state_dir]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        seconds = _watch(ctx.bootstrap, outputs, ctx.records)
+        seconds = watch_outputs(ctx.bootstrap, outputs, ctx.records, partitions=PARTITIONS)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         topics = ctx.admin.list_topics(timeout=30).topics
         delete_topics(ctx.admin, [t for t in topics if t.startswith(app_id)])
     return ctx.records / seconds

@@ -23,7 +23,6 @@ Figures, all in one run on the same broker and the same input topic:
 from __future__ import annotations
 
 import multiprocessing
-import signal
 import subprocess
 import sys
 import time
@@ -33,11 +32,11 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any, cast
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 from fastavro import schemaless_reader, schemaless_writer
 
 from streams.admin import delete_topics
-from streams.bench.core import BenchContext, Row
+from streams.bench.core import BenchContext, Row, stop_process, watch_outputs
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.runtime import RuntimeConfig
@@ -126,42 +125,11 @@ def _relay_rate(ctx: BenchContext, relay: Any, source: str, hint: str) -> tuple[
     )
     proc.start()
     try:
-        seconds = _watch(ctx.bootstrap, [target], ctx.records)
+        seconds = watch_outputs(ctx.bootstrap, [target], ctx.records, partitions=PARTITIONS)
         return ctx.records / seconds, _peak_rss_mb(cast(int, proc.pid))
     finally:
         proc.kill()
         proc.join()
-
-
-def _end_offsets(consumer: Consumer, topics: list[str]) -> int:
-    total = 0
-    for topic in topics:
-        for p in range(PARTITIONS):
-            try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
-            except KafkaException:  # transient right after creation (no leader yet): ask again
-                return -1
-            total += max(high, 0)
-    return total
-
-
-def _watch(bootstrap: str, topics: list[str], target: int, timeout: float = 600) -> float:
-    """Seconds from the first output record to ``target`` records, seen via end offsets."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watch"})
-    try:
-        deadline = time.monotonic() + timeout
-        first: float | None = None
-        while time.monotonic() < deadline:
-            n = _end_offsets(consumer, topics)
-            now = time.perf_counter()
-            if n > 0 and first is None:
-                first = now
-            if n >= target and first is not None:
-                return max(now - first, 1e-6)
-            time.sleep(0.02)  # polling interval of the watcher, not a synchronisation
-        raise RuntimeError(f"only {_end_offsets(consumer, topics)} of {target} outputs arrived")
-    finally:
-        consumer.close()
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -184,15 +152,6 @@ def _start_instance(
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def _throughput(ctx: BenchContext, codec: AvroCodec, orders_mod: Any) -> list[Row]:
     n = ctx.records
     source = ctx.topic("pipeline-in", partitions=PARTITIONS)
@@ -204,18 +163,18 @@ def _throughput(ctx: BenchContext, codec: AvroCodec, orders_mod: Any) -> list[Ro
     outputs = [f"{app_id}-accepted", f"{app_id}-rejected"]
     proc = _start_instance(ctx, app_id, source)
     try:
-        t_pipe = _watch(ctx.bootstrap, outputs, n)
+        t_pipe = watch_outputs(ctx.bootstrap, outputs, n, partitions=PARTITIONS)
         rss = _peak_rss_mb(proc.pid)
     finally:
-        _stop(proc)
+        stop_process(proc)
         delete_topics(ctx.admin, outputs)
     mirror_app = unique_topic_name("bench-mirror")
     mirror_out = [f"{mirror_app}-mirror"]
     proc = _start_instance(ctx, mirror_app, source, MIRROR)
     try:
-        t_mirror = _watch(ctx.bootstrap, mirror_out, n)
+        t_mirror = watch_outputs(ctx.bootstrap, mirror_out, n, partitions=PARTITIONS)
     finally:
-        _stop(proc)
+        stop_process(proc)
         delete_topics(ctx.admin, mirror_out)
     rate = n / t_pipe
     return [
@@ -268,7 +227,7 @@ def _latency(ctx: BenchContext, codec: AvroCodec, orders_mod: Any) -> list[Row]:
         # Warm up: the instance has joined its group once its first output is readable.
         warm = list(orders_mod.sample_orders(20, seed=1))
         _produce(ctx.bootstrap, source, warm, codec)
-        _watch(ctx.bootstrap, outputs, len(warm), timeout=120)
+        watch_outputs(ctx.bootstrap, outputs, len(warm), partitions=PARTITIONS, timeout=120)
         reader.subscribe(outputs)
         producer = Producer(
             {**RuntimeConfig(bootstrap=ctx.bootstrap).producer_config(), "linger.ms": 0}
@@ -293,7 +252,7 @@ def _latency(ctx: BenchContext, codec: AvroCodec, orders_mod: Any) -> list[Row]:
                 _record_latency(msg, codec, sent, latencies)
     finally:
         reader.close()
-        _stop(proc)
+        stop_process(proc)
         delete_topics(ctx.admin, outputs)
     latencies.sort()
     if not latencies:

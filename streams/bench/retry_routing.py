@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from streams.admin import delete_topics
-from streams.bench.core import BenchContext, Row
-from streams.bench.pipeline import PARTITIONS, _produce, _stop, _watch  # shared harness
+from streams.bench.core import BenchContext, Row, stop_process, watch_outputs
+from streams.bench.pipeline import PARTITIONS, _produce  # the same input as pipeline
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.failures.topics import FailureTopics
@@ -52,9 +52,11 @@ def _rate(ctx: BenchContext, source: str, retry: str) -> float:
     cmd += ["--bootstrap", ctx.bootstrap, "--no-status"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        seconds = _watch(ctx.bootstrap, list(topology.topics_written), ctx.records)
+        seconds = watch_outputs(
+            ctx.bootstrap, list(topology.topics_written), ctx.records, partitions=PARTITIONS
+        )
     finally:
-        _stop(proc)
+        stop_process(proc)
         delete_topics(ctx.admin, owned)
     return ctx.records / seconds
 
