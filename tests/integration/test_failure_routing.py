@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from typing import Any, cast
 import fastavro
 import pytest
 from confluent_kafka import Message, Producer
+from runtime_thread import RuntimeThread
 
 from streams.admin import admin_client
 from streams.codec import AvroCodec
@@ -44,30 +44,20 @@ def payment(pid: str, order: str, amount: int = 100) -> Envelope:
     return Envelope.new("payment.captured", data, key=order, source="test")
 
 
-class Running:
-    """A Runtime on a background thread; ``stop()`` joins it and returns its exception."""
+class Running(RuntimeThread):
+    """An instance of ``topology`` in this process, its topics prepared first."""
 
     def __init__(self, topology: Topology, bootstrap: str, **config: Any) -> None:
         prepare_topics(admin_client(bootstrap), topology)
-        self.runtime = Runtime(
-            topology,
-            RuntimeConfig(bootstrap=bootstrap, batch_size=50, commit_interval_s=0.5, **config),
+        super().__init__(
+            Runtime(
+                topology,
+                RuntimeConfig(bootstrap=bootstrap, batch_size=50, commit_interval_s=0.5, **config),
+            )
         )
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            self.runtime.run()
-        except BaseException as exc:
-            self.error = exc
 
     def stop(self, timeout: float = 60) -> BaseException | None:
-        self.runtime.stop()
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "the runtime did not stop"
-        return self.error
+        return super().stop(timeout)
 
 
 @pytest.fixture

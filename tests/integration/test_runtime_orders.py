@@ -3,7 +3,6 @@ record never committed."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -11,6 +10,7 @@ from typing import Any, cast
 import pytest
 from confluent_kafka import Consumer, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
+from runtime_thread import RuntimeThread
 from structlog.testing import capture_logs
 
 from streams.codec import AvroCodec
@@ -31,26 +31,14 @@ def decode(msg: Message) -> Envelope:
     return CODEC.decode(msg.value(), cast(Any, msg.headers()))
 
 
-class Running:
-    """A Runtime on a background thread; ``stop()`` joins it and returns its exception."""
+class Running(RuntimeThread):
+    """An instance of ``topology`` in this process."""
 
     def __init__(self, topology: Topology, bootstrap: str) -> None:
-        self.runtime = Runtime(topology, RuntimeConfig(bootstrap=bootstrap, batch_size=100))
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            self.runtime.run()
-        except BaseException as exc:
-            self.error = exc
+        super().__init__(Runtime(topology, RuntimeConfig(bootstrap=bootstrap, batch_size=100)))
 
     def stop(self, timeout: float = 30) -> BaseException | None:
-        self.runtime.stop()
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "the runtime did not stop"
-        return self.error
+        return super().stop(timeout)
 
 
 @pytest.fixture
