@@ -21,7 +21,7 @@ from streams.bench.pipeline import PARTITIONS, _produce  # the same input as pip
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.failures.topics import FailureTopics
-from streams.runtime.failure_routing import waiting_store_name
+from streams.failures.waiting import waiting_store_name
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing.topics import unique_topic_name

@@ -21,8 +21,8 @@ from streams.admin import admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.failures.dlq import DlqFilter, execute_replay, plan_replay, read_dlq, summarize
 from streams.failures.topics import FailureTopics
+from streams.failures.waiting import waiting_store_name
 from streams.runtime.config import RuntimeConfig
-from streams.runtime.failure_routing import waiting_store_name
 from streams.runtime.runner import Runtime
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog

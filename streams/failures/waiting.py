@@ -35,6 +35,12 @@ K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
 T = TypeVar("T")
 
 
+def waiting_store_name(topic: str) -> str:
+    """The store holding the waiting rooms of ``topic``'s partitions (its changelog is
+    ``<app>-<topic>-waiting-changelog``)."""
+    return f"{topic}-waiting"
+
+
 @dataclass(frozen=True, slots=True)
 class WaitingEntry(Generic[T]):
     """One blocked key: the record it waits for (``head``) and those parked behind it."""

@@ -45,6 +45,7 @@ from streams.failures.policy import RetryPolicy
 from streams.failures.retry_consumer import RetryGate, hold, resume_due
 from streams.failures.routing import FailedRecord
 from streams.failures.topics import FailureTopics, ensure_failure_topics
+from streams.failures.waiting import waiting_store_name
 from streams.runtime.offsets import InFlight, PartitionOffsets
 from streams.runtime.sink import OutputSink
 from streams.runtime.status import Stats
@@ -58,11 +59,6 @@ TP = tuple[str, int]
 BeforeCommit = Callable[[Producer, dict[TP, int]], None]
 Output = tuple[str, bytes | None, bytes, Headers]
 """An output waiting for its record's success: topic, key, value, headers."""
-
-
-def waiting_store_name(topic: str) -> str:
-    """The waiting room of ``topic``'s partitions: changelog ``<app>-<topic>-waiting-changelog``."""
-    return f"{topic}-waiting"
 
 
 def widest_policy(topology: Topology) -> RetryPolicy | None:
