@@ -2,7 +2,9 @@
 
 It implements :class:`streams.state.base.ChangelogProducer`: records are kept per
 ``(topic, partition)`` with offsets assigned in order, and delivery callbacks run on
-``poll``/``flush``, as with a real producer. ``fail_next`` makes the next deliveries fail.
+``poll``/``flush``, as with a real producer, with real ``confluent_kafka.Message`` objects.
+``fail_next`` makes the next deliveries fail: they are not kept, and their callbacks get a
+``KafkaError(_MSG_TIMED_OUT)`` and a message at offset ``OFFSET_INVALID``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import OFFSET_INVALID, TIMESTAMP_NOT_AVAILABLE, KafkaError, Message
+
 from streams.state.base import DeliveryCallback
+
+_INJECTED = "delivery failed (injected)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,35 +30,19 @@ class ProducedRecord:
     headers: Sequence[tuple[str, bytes]]
 
 
-class RecordedMessage:
-    """A produced record seen as a consumed message (``streams.state.recovery.ChangelogMessage``),
-    so a replay can read what the producer kept."""
-
-    __slots__ = ("_record",)
-
-    def __init__(self, record: ProducedRecord) -> None:
-        self._record = record
-
-    def offset(self) -> int:
-        return self._record.offset
-
-    def partition(self) -> int:
-        return self._record.partition
-
-    def topic(self) -> str:
-        return self._record.topic
-
-    def key(self) -> bytes | None:
-        return self._record.key
-
-    def value(self) -> bytes | None:
-        return self._record.value
-
-    def headers(self) -> list[tuple[str, bytes]]:
-        return list(self._record.headers)
-
-    def error(self) -> None:
-        return None
+def _message(record: ProducedRecord, error: KafkaError | None = None) -> Message:
+    """The record as confluent-kafka hands it out (delivery report or consumed record)."""
+    return Message(
+        topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        key=record.key,
+        value=record.value,
+        headers=list(record.headers) or None,  # librdkafka: no headers is None
+        error=error,
+        # this producer keeps no time; a broker-stamped record would carry one
+        timestamp=(TIMESTAMP_NOT_AVAILABLE, 0),
+    )
 
 
 @dataclass
@@ -79,7 +69,9 @@ class RecordingProducer:
         failed = self.fail_next > 0
         if failed:
             self.fail_next -= 1
-            record = ProducedRecord(topic, partition, -1, key, value, list(headers or ()))
+            record = ProducedRecord(
+                topic, partition, OFFSET_INVALID, key, value, list(headers or ())
+            )
         else:
             record = ProducedRecord(topic, partition, len(records), key, value, list(headers or ()))
             records.append(record)
@@ -89,7 +81,8 @@ class RecordingProducer:
         pending, self._pending = self._pending, []
         for record, callback, failed in pending:
             if callback is not None:
-                callback("delivery failed (injected)" if failed else None, RecordedMessage(record))
+                err = KafkaError(KafkaError._MSG_TIMED_OUT, _INJECTED) if failed else None
+                callback(err, _message(record, err))
         return len(pending)
 
     def flush(self, timeout: float = 0) -> int:
@@ -99,6 +92,7 @@ class RecordingProducer:
     def records(self, topic: str, partition: int = 0) -> list[ProducedRecord]:
         return list(self.log.get((topic, partition), ()))
 
-    def messages(self, topic: str, partition: int = 0) -> list[RecordedMessage]:
-        """The partition's records as consumed messages, in offset order."""
-        return [RecordedMessage(r) for r in self.log.get((topic, partition), ())]
+    def messages(self, topic: str, partition: int = 0) -> list[Message]:
+        """The partition's records as ``confluent_kafka.Message`` objects, in offset order,
+        as a consumer reads them (so a replay can read what the producer kept)."""
+        return [_message(r) for r in self.log.get((topic, partition), ())]
