@@ -24,10 +24,10 @@ from streams.failures.dlq import (
     Decoder,
     DlqContents,
     DlqFilter,
-    ReplayPlan,
+    DlqReplayPlan,
     describe,
-    execute_replay,
-    plan_replay,
+    execute_dlq_replay,
+    plan_dlq_replay,
     read_dlq,
     summarize,
 )
@@ -288,7 +288,7 @@ def _print_letter(view: dict[str, Any], stacktrace: bool) -> None:
         p(error["stacktrace"], highlight=False, soft_wrap=True)
 
 
-def _plan_json(plan: ReplayPlan) -> list[dict[str, Any]]:
+def _plan_json(plan: DlqReplayPlan) -> list[dict[str, Any]]:
     return [
         {
             "ref": item.letter.ref,
@@ -339,11 +339,13 @@ def replay(
         until=until,
         records=records,
     )
-    plan = plan_replay(_read(bootstrap, dlq, timeout, as_json), selection, to=to)
+    plan = plan_dlq_replay(_read(bootstrap, dlq, timeout, as_json), selection, to=to)
     sent = 0
     if execute and plan.items:
         with _progress("replaying", as_json) as on_progress:
-            sent = execute_replay(bootstrap, plan, timeout=timeout, on_progress=on_progress).sent
+            sent = execute_dlq_replay(
+                bootstrap, plan, timeout=timeout, on_progress=on_progress
+            ).sent
     if as_json:
         _print_json(
             {

@@ -3,11 +3,14 @@
 ``read_dlq`` reads a DLQ from its start to the end it had when the call began (bounded,
 no consumer group, nothing committed) into memory: DLQs are meant to stay small. It
 returns the dead letters and the replay marks. ``summarize``, ``DlqFilter`` and
-``plan_replay`` are pure. ``execute_replay`` sends the planned records (original key,
-value and headers, error headers removed, plus ``streams.replay.of``/``.time``), waits
-for every acknowledgement, then appends one *replay mark* per record to the DLQ so later
-summaries show what was replayed, where and when. Replaying twice is harmless for
+``plan_dlq_replay`` are pure. ``execute_dlq_replay`` sends the planned records (original
+key, value and headers, error headers removed, plus ``streams.replay.of``/``.time``),
+waits for every acknowledgement, then appends one *replay mark* per record to the DLQ so
+later summaries show what was replayed, where and when. Replaying twice is harmless for
 topologies that deduplicate (the envelope id is unchanged).
+
+A DLQ replay sends dead letters back to their topics; it is not ``streams.replay``'s
+offset replay of a topic (``ReplayPlan``/``plan_replay`` there), hence the ``Dlq`` names.
 """
 
 from __future__ import annotations
@@ -363,7 +366,7 @@ def summarize(contents: DlqContents, selection: DlqFilter | None = None) -> DlqS
 
 
 @dataclass(frozen=True, slots=True)
-class ReplayItem:
+class DlqReplayItem:
     """One dead letter and the record that replaying it sends."""
 
     letter: DeadLetter
@@ -375,22 +378,24 @@ class ReplayItem:
 
 
 @dataclass(frozen=True, slots=True)
-class ReplayPlan:
+class DlqReplayPlan:
+    """The records a DLQ replay sends (``items``) and the dead letters it must skip, why."""
+
     dlq: str
-    items: tuple[ReplayItem, ...]
+    items: tuple[DlqReplayItem, ...]
     skipped: tuple[tuple[DeadLetter, str], ...] = ()
 
     def by_target(self) -> dict[str, int]:
         return dict(Counter(item.topic for item in self.items))
 
 
-def plan_replay(
+def plan_dlq_replay(
     contents: DlqContents,
     selection: DlqFilter | None = None,
     *,
     to: str | None = None,
     now: datetime | None = None,
-) -> ReplayPlan:
+) -> DlqReplayPlan:
     """What a replay of the selected dead letters would send, and what it must skip.
 
     Each goes to ``to`` if given, else back to its source topic, and to the partition it
@@ -398,7 +403,7 @@ def plan_replay(
     without a known source topic is skipped unless ``to`` is given. Pure, no I/O.
     """
     sent_at = format_time(now or datetime.now(UTC)).encode()
-    items: list[ReplayItem] = []
+    items: list[DlqReplayItem] = []
     skipped: list[tuple[DeadLetter, str]] = []
     for letter in (selection or DlqFilter()).select(contents.letters):
         source = letter.source_topic
@@ -408,7 +413,7 @@ def plan_replay(
             continue
         back_home = letter.failure is not None and target == source
         items.append(
-            ReplayItem(
+            DlqReplayItem(
                 letter=letter,
                 topic=target,
                 partition=letter.failure.origin.partition
@@ -423,23 +428,25 @@ def plan_replay(
                 ],
             )
         )
-    return ReplayPlan(contents.topic, tuple(items), tuple(skipped))
+    return DlqReplayPlan(contents.topic, tuple(items), tuple(skipped))
 
 
 @dataclass(frozen=True, slots=True)
-class ReplayResult:
+class DlqReplayResult:
+    """How many records a DLQ replay sent, per target topic."""
+
     sent: int
     by_target: dict[str, int] = field(default_factory=dict)
 
 
-def execute_replay(
+def execute_dlq_replay(
     bootstrap: str,
-    plan: ReplayPlan,
+    plan: DlqReplayPlan,
     *,
     timeout: float = 30.0,
     on_progress: Progress | None = None,
     config: Mapping[str, Any] | None = None,
-) -> ReplayResult:
+) -> DlqReplayResult:
     """Send ``plan`` (idempotent producer, acks=all) and then its replay marks.
 
     Blocks until every record is acknowledged. Raises ``DlqError`` when a target topic
@@ -447,7 +454,7 @@ def execute_replay(
     a fully acknowledged replay.
     """
     if not plan.items:
-        return ReplayResult(0)
+        return DlqReplayResult(0)
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -499,7 +506,7 @@ def execute_replay(
             on_delivery=_collect(errors),
         )
     _flush(producer, timeout, errors, "replay marks")
-    return ReplayResult(acked, plan.by_target())
+    return DlqReplayResult(acked, plan.by_target())
 
 
 def _collect(errors: list[str]) -> Callable[[KafkaError | None, Message], None]:

@@ -23,15 +23,3 @@ class FailureHeaderError(FailureRoutingError):
 
 class DlqError(FailureRoutingError):
     """A dead-letter topic cannot be read or replayed (missing topic, bad selection)."""
-
-
-class PoisonRecordError(FailureRoutingError):
-    """The record was in progress each of the last ``crashes`` times the process died."""
-
-    def __init__(self, offset: int, crashes: int) -> None:
-        self.offset = offset
-        self.crashes = crashes
-        super().__init__(
-            f"record at offset {offset} was in progress at {crashes} crashes of the process; "
-            "not processed again"
-        )

@@ -13,7 +13,7 @@ from streams.failures.dlq import (
     DlqFilter,
     ReplayMark,
     describe,
-    plan_replay,
+    plan_dlq_replay,
     summarize,
 )
 from streams.failures.headers import SourcePosition, Stage
@@ -97,7 +97,7 @@ def test_filters_by_error_type_key_time_and_position() -> None:
 
 
 def test_a_replay_sends_the_original_record_back_home_with_a_replay_header() -> None:
-    plan = plan_replay(contents(), DlqFilter(key="k1"), now=T0)
+    plan = plan_dlq_replay(contents(), DlqFilter(key="k1"), now=T0)
     assert [(i.topic, i.partition, i.key, i.value) for i in plan.items] == [
         ("orders", 0, b"k1", b"v0"),
         ("orders", 0, b"k1", b"v2"),
@@ -111,9 +111,9 @@ def test_a_replay_sends_the_original_record_back_home_with_a_replay_header() -> 
 
 
 def test_a_replay_elsewhere_lets_the_partitioner_choose_and_foreign_records_need_a_target() -> None:
-    plan = plan_replay(contents())
+    plan = plan_dlq_replay(contents())
     assert [letter.offset for letter, _ in plan.skipped] == [9]
-    elsewhere = plan_replay(contents(), to="orders-fixed")
+    elsewhere = plan_dlq_replay(contents(), to="orders-fixed")
     assert {i.topic for i in elsewhere.items} == {"orders-fixed"}
     assert {i.partition for i in elsewhere.items} == {None}
     assert len(elsewhere.items) == 5
