@@ -31,6 +31,7 @@ from types import TracebackType
 from streams.broker.jars import KAFKA_VERSION, ensure_libs, resource
 from streams.broker.readiness import metadata_ok, wait_ready
 from streams.broker.tools import find_java
+from streams.config import state_root
 from streams.errors import BrokerError
 from streams.logs import get_logger
 
@@ -38,14 +39,6 @@ log = get_logger(__name__)
 
 DEFAULT_PORT = 9092
 HOST = "127.0.0.1"
-
-
-def state_root() -> Path:
-    configured = os.environ.get("STREAMS_STATE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_STATE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "streams"
 
 
 def default_data_dir(port: int) -> Path:

@@ -8,51 +8,103 @@
 - ``parked``: waiting-room entries as bytes, and the room kept in a state-store transaction.
 - ``retry_consumer``: ``RetryGate``, due-time waits by seek and pause, no sleeping.
 - ``metrics``: counters and the WARNING per dead-lettered record.
-- ``crash_guard``: ``CrashGuard``, records that kill the process every time, to the DLQ.
 - ``handler``: ``FailureHandler``, the four calls a runtime makes (record, success,
   failure, revoke) composing all of the above.
-- ``dlq``: read, summarise, show and replay a DLQ (``streams dlq``).
+- ``dlq``: read, summarise, show and replay a DLQ (``streams dlq``): ``plan_dlq_replay``
+  and ``execute_dlq_replay`` send dead letters back to their topics (not to be confused
+  with ``streams.replay``, which replays a topic from offsets).
+
+The names below are re-exported lazily (PEP 562): ``from streams.failures import
+RetryPolicy`` loads the policy module alone, not the Kafka clients of ``dlq`` or
+``retry_consumer``.
 """
 
-from streams.failures.crash_guard import CrashGuard
-from streams.failures.dlq import (
-    DeadLetter,
-    DlqContents,
-    DlqFilter,
-    DlqSummary,
-    ReplayPlan,
-    dlq_depth,
-    execute_replay,
-    plan_replay,
-    read_dlq,
-    summarize,
-)
-from streams.failures.errors import (
-    DlqError,
-    FailureHeaderError,
-    FailureRoutingError,
-    FailureTopicError,
-    PoisonRecordError,
-    RetryPolicyError,
-)
-from streams.failures.handler import Admission, Decision, FailureHandler
-from streams.failures.headers import FailureInfo, SourcePosition, Stage
-from streams.failures.metrics import FailureMetrics
-from streams.failures.parked import ParkedRecord, TransactionWaitingStore
-from streams.failures.policy import RetryPolicy, Verdict
-from streams.failures.retry_consumer import RetryGate
-from streams.failures.routing import FailedRecord, FailureRouter, Route
-from streams.failures.topics import FailureTopics, dlq_topic, ensure_failure_topics, retry_topic
-from streams.failures.waiting import WaitingRoom
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from streams.failures.dlq import (
+        DeadLetter,
+        DlqContents,
+        DlqFilter,
+        DlqReplayPlan,
+        DlqReplayResult,
+        DlqSummary,
+        dlq_depth,
+        execute_dlq_replay,
+        plan_dlq_replay,
+        read_dlq,
+        summarize,
+    )
+    from streams.failures.errors import (
+        DlqError,
+        FailureHeaderError,
+        FailureRoutingError,
+        FailureTopicError,
+        RetryPolicyError,
+    )
+    from streams.failures.handler import Admission, Decision, FailureHandler
+    from streams.failures.headers import FailureInfo, SourcePosition, Stage
+    from streams.failures.metrics import FailureMetrics
+    from streams.failures.parked import ParkedRecord, TransactionWaitingStore
+    from streams.failures.policy import RetryPolicy, Verdict
+    from streams.failures.retry_consumer import RetryGate
+    from streams.failures.routing import FailedRecord, FailureRouter, Route
+    from streams.failures.topics import FailureTopics, dlq_topic, ensure_failure_topics, retry_topic
+    from streams.failures.waiting import WaitingRoom
+else:
+    from streams._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "streams.failures.dlq": [
+                "DeadLetter",
+                "DlqContents",
+                "DlqFilter",
+                "DlqReplayPlan",
+                "DlqReplayResult",
+                "DlqSummary",
+                "dlq_depth",
+                "execute_dlq_replay",
+                "plan_dlq_replay",
+                "read_dlq",
+                "summarize",
+            ],
+            "streams.failures.errors": [
+                "DlqError",
+                "FailureHeaderError",
+                "FailureRoutingError",
+                "FailureTopicError",
+                "RetryPolicyError",
+            ],
+            "streams.failures.handler": ["Admission", "Decision", "FailureHandler"],
+            "streams.failures.headers": ["FailureInfo", "SourcePosition", "Stage"],
+            "streams.failures.metrics": ["FailureMetrics"],
+            "streams.failures.parked": ["ParkedRecord", "TransactionWaitingStore"],
+            "streams.failures.policy": ["RetryPolicy", "Verdict"],
+            "streams.failures.retry_consumer": ["RetryGate"],
+            "streams.failures.routing": ["FailedRecord", "FailureRouter", "Route"],
+            "streams.failures.topics": [
+                "FailureTopics",
+                "dlq_topic",
+                "ensure_failure_topics",
+                "retry_topic",
+            ],
+            "streams.failures.waiting": ["WaitingRoom"],
+        },
+    )
 
 __all__ = [
     "Admission",
-    "CrashGuard",
     "DeadLetter",
     "Decision",
     "DlqContents",
     "DlqError",
     "DlqFilter",
+    "DlqReplayPlan",
+    "DlqReplayResult",
     "DlqSummary",
     "FailedRecord",
     "FailureHandler",
@@ -64,8 +116,6 @@ __all__ = [
     "FailureTopicError",
     "FailureTopics",
     "ParkedRecord",
-    "PoisonRecordError",
-    "ReplayPlan",
     "RetryGate",
     "RetryPolicy",
     "RetryPolicyError",
@@ -78,8 +128,8 @@ __all__ = [
     "dlq_depth",
     "dlq_topic",
     "ensure_failure_topics",
-    "execute_replay",
-    "plan_replay",
+    "execute_dlq_replay",
+    "plan_dlq_replay",
     "read_dlq",
     "retry_topic",
     "summarize",
