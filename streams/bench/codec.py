@@ -21,7 +21,6 @@ import gc
 import time
 from collections.abc import Callable
 from io import BytesIO
-from pathlib import Path
 from typing import Any
 
 from fastavro import schemaless_reader, schemaless_writer
@@ -29,11 +28,12 @@ from fastavro import schemaless_reader, schemaless_writer
 from streams.bench.core import BenchContext, Row
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
+from streams.examples import example_schemas
 from streams.schemas import SchemaCatalog, default_catalog
 
 SECTION = "codec"
 ROUNDS = 5
-_REPO_SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+_REPO_SCHEMAS = example_schemas()
 
 
 def _catalog() -> SchemaCatalog:

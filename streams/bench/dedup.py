@@ -28,6 +28,7 @@ from streams.admin import delete_topics
 from streams.bench.core import BenchContext, Row, stop_process, watch_outputs
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
+from streams.examples import example_path
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing.produce import produce_envelopes
@@ -35,8 +36,7 @@ from streams.testing.topics import unique_topic_name
 from streams.topology import load_topology
 
 SECTION = "dedup"
-ROOT = Path(__file__).resolve().parents[2] / "topology"
-MIRROR, DEDUP = ROOT / "mirror.py", ROOT / "dedup.py"
+MIRROR, DEDUP = example_path("mirror"), example_path("dedup")
 EOS_TARGET = 0.85  # exactly-once at most 15% slower than at-least-once
 PARTITIONS = 4
 ROUNDS = 2

@@ -39,6 +39,7 @@ from streams.admin import delete_topics
 from streams.bench.core import BenchContext, Row, stop_process, watch_outputs
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
+from streams.examples import example_path
 from streams.runtime import RuntimeConfig
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
@@ -47,8 +48,8 @@ from streams.topology import load_topology
 from streams.topology.loader import import_file
 
 SECTION = "pipeline"
-ORDERS = Path(__file__).resolve().parents[2] / "topology" / "orders.py"
-MIRROR = ORDERS.with_name("mirror.py")
+ORDERS = example_path("orders")
+MIRROR = example_path("mirror")
 PARTITIONS = 4
 
 

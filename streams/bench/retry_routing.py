@@ -13,13 +13,13 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 from streams.admin import delete_topics
 from streams.bench.core import BenchContext, Row, stop_process, watch_outputs
 from streams.bench.pipeline import PARTITIONS, _produce  # the same input as pipeline
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
+from streams.examples import example_path
 from streams.failures.topics import FailureTopics
 from streams.failures.waiting import waiting_store_name
 from streams.runtime.topics import prepare_topics
@@ -29,7 +29,7 @@ from streams.topology import load_topology
 from streams.topology.loader import import_file
 
 SECTION = "retry_routing"
-PAYMENTS = Path(__file__).resolve().parents[2] / "topology" / "payments.py"
+PAYMENTS = example_path("payments")
 
 
 def _payments(n: int) -> Iterator[Envelope]:

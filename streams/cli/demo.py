@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streams.cli._common import console
-from streams.demo import run_demo
+from streams.demo.runner import run_demo
 
 
 def demo() -> None:

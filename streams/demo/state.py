@@ -1,36 +1,30 @@
-"""The state step of ``make demo``: ``topology/dedup.py`` on the broker, then a restore.
+"""The state step of the demo: the dedup example (``topology/dedup.py``), then a restore.
 
 Every order event is sent twice; the runtime passes each id once and counts the others.
 The instance stops, its local state is deleted (a new machine), and a new instance
 restores the dedup store from its changelog before reading on: the same events sent a
-third time are all dropped.
+third time are all dropped. Each run waits 60 s at most for its records to be consumed;
+raises RuntimeError unless the first run processed each id once, the second none, and the
+output topic holds each id once.
 """
 
 from __future__ import annotations
 
-import logging
 import tempfile
-import threading
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from streams.admin import admin_client, create_topic
 from streams.codec import AvroCodec
+from streams.demo.context import DemoContext
+from streams.demo.running import running
 from streams.envelope import Envelope
-from streams.runtime.config import RuntimeConfig
-from streams.runtime.runner import Runtime
+from streams.examples import example_path
+from streams.runtime import Runtime, RuntimeConfig
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing.produce import produce_envelopes
 from streams.testing.wait import TopicReader, wait_until
-from streams.topology import load_topology
-
-if TYPE_CHECKING:
-    from streams.demo import DemoContext
-
-DEDUP = Path(__file__).resolve().parents[2] / "topology" / "dedup.py"
-_QUIET = ("streams.runtime", "streams.state", "streams.state.recovery")
+from streams.topology import Topology, load_topology
 
 
 def _orders(count: int) -> list[Envelope]:
@@ -42,23 +36,19 @@ def _orders(count: int) -> list[Envelope]:
     return out
 
 
-def _run_until(runtime: Runtime, consumed: int) -> int:
-    """Run ``runtime`` in a thread until it has consumed ``consumed`` records, then stop it;
-    returns how many store entries its partitions restored on assignment."""
-    worker = threading.Thread(target=runtime.run, daemon=True)
-    worker.start()
-    try:
+def _run_until(topology: Topology, config: RuntimeConfig, consumed: int) -> tuple[Runtime, int]:
+    """Run ``topology`` until it has consumed ``consumed`` records, then stop it; returns the
+    runtime and how many store entries its partitions restored on assignment."""
+    with running(topology, config) as runtime:
         wait_until(lambda: runtime.stats.consumed >= consumed, 60, what="the records consumed")
         state = runtime.state
-        return sum(
+        restored = sum(
             part.restore.applied
             for store in (state.stores.values() if state else ())
             for part in store.partitions.values()
             if part.restore is not None
         )
-    finally:
-        runtime.stop()
-        worker.join(60)
+    return runtime, restored
 
 
 def step_state(ctx: DemoContext, count: int = 200) -> None:
@@ -66,34 +56,29 @@ def step_state(ctx: DemoContext, count: int = 200) -> None:
     source = ctx.topic("dedup-in")
     admin = admin_client(ctx.bootstrap)
     create_topic(admin, source, partitions=2)
-    topology = load_topology(DEDUP, app_id=f"demo-{ctx.run_id}-dedup", params={"input": source})
+    topology = load_topology(
+        example_path("dedup"), app_id=f"demo-{ctx.run_id}-dedup", params={"input": source}
+    )
     ctx.topics.extend([*topology.topics_written, *topology.changelog_topics.values()])
     prepare_topics(admin, topology)
     codec = AvroCodec(default_catalog())
     orders = _orders(count)
     produce_envelopes(ctx.bootstrap, source, orders + orders, codec)
 
-    levels = {name: logging.getLogger(name).level for name in _QUIET}
-    for name in _QUIET:
-        logging.getLogger(name).setLevel(logging.WARNING)  # the tour prints its own lines
-    try:
-        with tempfile.TemporaryDirectory(prefix="streams-demo-state-") as state_dir:
-            first = Runtime(topology, RuntimeConfig(ctx.bootstrap, state_dir=f"{state_dir}/a"))
-            _run_until(first, 2 * count)
-            ctx.say(
-                "dedup",
-                f"`streams run topology/dedup.py`: {2 * count} events (each id twice) -> "
-                f"{first.stats.produced} processed, {first.stats.consumed - first.stats.produced}"
-                f" duplicates dropped; ids kept in {topology.changelog_topics['dedup']}",
-            )
-            produce_envelopes(ctx.bootstrap, source, orders, codec)  # a third copy of each
-            # Another state dir: a new machine, nothing local; the store comes from Kafka.
-            second = Runtime(topology, RuntimeConfig(ctx.bootstrap, state_dir=f"{state_dir}/b"))
-            started = time.perf_counter()
-            restored = _run_until(second, count)
-    finally:
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
+    with tempfile.TemporaryDirectory(prefix="streams-demo-state-") as state_dir:
+        config = RuntimeConfig(bootstrap=ctx.bootstrap, state_dir=f"{state_dir}/a")
+        first, _ = _run_until(topology, config, 2 * count)
+        ctx.say(
+            "dedup",
+            f"`streams run topology/dedup.py`: {2 * count} events (each id twice) -> "
+            f"{first.stats.produced} processed, {first.stats.consumed - first.stats.produced}"
+            f" duplicates dropped; ids kept in {topology.changelog_topics['dedup']}",
+        )
+        produce_envelopes(ctx.bootstrap, source, orders, codec)  # a third copy of each
+        # Another state dir: a new machine, nothing local; the store comes from Kafka.
+        config = RuntimeConfig(bootstrap=ctx.bootstrap, state_dir=f"{state_dir}/b")
+        started = time.perf_counter()
+        second, restored = _run_until(topology, config, count)
     with TopicReader(ctx.bootstrap, topology.topics_written[0]) as reader:
         reader.wait_for(lambda rs: len(rs) >= count, 30, what="the unique events")
         reader.poll(0.5)

@@ -1,19 +1,22 @@
-"""The test-kit step of ``make demo``: waiting on a topic, and what a timeout says."""
+"""The test-kit step of the demo: waiting on a topic, and what a timeout says.
+
+Writes 3 records, waits for them with ``wait_for_records``, then asks for a 4th that never
+comes and shows the ``WaitTimeoutError`` message (a 1 s wait); tells whether Docker answers,
+i.e. whether ``pytest --kafka container`` would run or skip. Raises RuntimeError when the
+wait for the missing record returns instead of timing out.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from streams.admin import admin_client, create_topic
+from streams.demo.context import DemoContext
 from streams.testing.container import default_image, docker_unavailable_reason
 from streams.testing.produce import produce_records
 from streams.testing.wait import WaitTimeoutError, wait_for_records
 
-if TYPE_CHECKING:
-    from streams.demo import DemoContext
-
 
 def step_testing(ctx: DemoContext) -> None:
+    """Wait for 3 records written, then for a 4th never written; report on Docker."""
     topic = ctx.topic("test-kit")
     create_topic(admin_client(ctx.bootstrap), topic, partitions=2)
     produce_records(ctx.bootstrap, topic, [(f"k{i}", f"v{i}".encode(), None) for i in range(3)])

@@ -1,29 +1,29 @@
-"""The replay step of ``make demo``: a range of history, by time, copied into another topic.
+"""The replay step of the demo: a range of history, by time, copied into another topic.
 
 Writes an hour of orders (one a minute, explicit timestamps) to a 4-partition topic, plans
 the replay of the 20 minutes from 40 to 20 minutes ago, and copies the ``order.placed``
-records of that range into a second topic.
+records of that range into a second topic, as ``streams replay ... --from 40m --to 20m
+--type order.placed`` does. Raises RuntimeError when the orders are not acknowledged or
+the range does not hold exactly the 20 records written in it.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from confluent_kafka import Producer
 
 from streams.admin import admin_client, create_topic
+from streams.demo.context import DemoContext
 from streams.replay.cluster import Cluster
 from streams.replay.copy import replay
 from streams.replay.filters import RecordFilter
 from streams.replay.plan import plan_replay
 from streams.replay.positions import TopicSelection, parse_position_spec
 
-if TYPE_CHECKING:
-    from streams.demo import DemoContext
-
 
 def step_replay(ctx: DemoContext) -> None:
+    """Plan a replay of 40m..20m ago and copy its ``order.placed`` records."""
     source, target = ctx.topic("replay-history"), ctx.topic("replay-copies")
     admin = admin_client(ctx.bootstrap)
     create_topic(admin, source, partitions=4)

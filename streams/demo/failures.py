@@ -1,29 +1,38 @@
-"""The failure-routing step of ``make demo``: topology/payments.py on the broker.
+"""The failure-routing step of the demo: the payments example (``topology/payments.py``).
 
-A flaky payment recovers through the retry tiers (the payment behind it on the same order
-waits for it), a poison payment and garbage bytes land in the DLQ without stalling
-anything, then ``streams dlq replay`` after a "fix" gets the poison payment settled.
+Five payments and one garbage record go to a 2-partition topic. A flaky payment times out
+twice and settles from the last retry tier while the payment behind it on the same order
+waits for it; a poison payment (a negative amount) and the garbage bytes land in the DLQ
+without stalling anything. Then the topology runs again "fixed", and the DLQ replay of
+``streams dlq replay --error-type ValueError --execute`` gets the poison payment settled.
+Each wait is 60 s at most (the test kit's WaitTimeoutError when it runs out).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
 
 from confluent_kafka import Producer
 
 from streams.admin import admin_client, create_topic
 from streams.codec import AvroCodec
-from streams.failures.dlq import DlqFilter, execute_replay, plan_replay, read_dlq, summarize
+from streams.demo.context import DemoContext
+from streams.demo.running import running
+from streams.examples import example_path
+from streams.failures.dlq import (
+    DlqFilter,
+    execute_dlq_replay,
+    plan_dlq_replay,
+    read_dlq,
+    summarize,
+)
 from streams.failures.topics import FailureTopics
 from streams.failures.waiting import waiting_store_name
-from streams.runtime.config import RuntimeConfig
-from streams.runtime.runner import Runtime
+from streams.runtime import Runtime, RuntimeConfig
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing.produce import produce_envelopes
@@ -31,51 +40,32 @@ from streams.testing.wait import TopicReader
 from streams.topology import Topology, load_topology
 from streams.topology.loader import import_file
 
-if TYPE_CHECKING:
-    from streams.demo import DemoContext
-
-PAYMENTS = Path(__file__).resolve().parents[2] / "topology" / "payments.py"
-
-
-@contextmanager
-def _running(topology: Topology, bootstrap: str) -> Iterator[Runtime]:
-    """The runtime on a thread, quiet below WARNING, stopped on exit."""
-    loggers = [
-        logging.getLogger(n) for n in ("streams.runtime", "streams.state", "streams.failures")
-    ]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.ERROR)  # the tour prints its own lines (dead letters warn)
-    runtime = Runtime(topology, RuntimeConfig(bootstrap=bootstrap, commit_interval_s=0.5))
-    worker = threading.Thread(target=runtime.run, daemon=True)
-    worker.start()
-    try:
-        yield runtime
-    finally:
-        runtime.stop()
-        worker.join(30)
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)
-
 
 def _wait(reader: TopicReader, done: Callable[[list[Any]], bool], what: str) -> None:
     reader.wait_for(lambda rs: done(list(rs)), 60, what=what)
 
 
+def _run(topology: Topology, bootstrap: str) -> AbstractContextManager[Runtime]:
+    # ERROR, not WARNING: every dead letter logs a warning, and the step prints its own lines.
+    config = RuntimeConfig(bootstrap=bootstrap, commit_interval_s=0.5)
+    return running(topology, config, quiet_below=logging.ERROR)
+
+
 def step_failures(ctx: DemoContext) -> None:
     """Retries recover a flaky payment; a poison one is dead-lettered, then replayed."""
+    payments = example_path("payments")
     source = ctx.topic("payments")
     admin = admin_client(ctx.bootstrap)
     create_topic(admin, source, partitions=2)
     app_id = f"demo-{ctx.run_id}-pay"
     params = {"input": source, "retry": "1s, 1s"}
-    topology = load_topology(PAYMENTS, app_id=app_id, params=params)
+    topology = load_topology(payments, app_id=app_id, params=params)
     topics = FailureTopics.for_input(app_id, source, topology.retry or topology.retry_policies[0])
     settled = topology.topics_written[0]
     ctx.topics.extend([settled, *topics.all, f"{app_id}-{waiting_store_name(source)}-changelog"])
     prepare_topics(admin, topology)
 
-    payment = import_file(PAYMENTS).payment
+    payment = import_file(payments).payment
     codec = AvroCodec(default_catalog())
     envs = [
         payment("p-1", "o-1"),
@@ -91,7 +81,7 @@ def step_failures(ctx: DemoContext) -> None:
 
     start = time.perf_counter()
     with (
-        _running(topology, ctx.bootstrap) as runtime,
+        _run(topology, ctx.bootstrap) as runtime,
         TopicReader(ctx.bootstrap, settled) as out,
         TopicReader(ctx.bootstrap, topics.dlq) as dlq,
     ):
@@ -111,13 +101,14 @@ def step_failures(ctx: DemoContext) -> None:
         f"in {elapsed:.1f} s",
     )
 
-    fixed = load_topology(PAYMENTS, app_id=app_id, params={**params, "fixed": "1"})
-    plan = plan_replay(read_dlq(ctx.bootstrap, topics.dlq), DlqFilter(error_type="ValueError"))
+    fixed = load_topology(payments, app_id=app_id, params={**params, "fixed": "1"})
+    letters = read_dlq(ctx.bootstrap, topics.dlq)
+    plan = plan_dlq_replay(letters, DlqFilter(error_type="ValueError"))
     with (
-        _running(fixed, ctx.bootstrap),
+        _run(fixed, ctx.bootstrap),
         TopicReader(ctx.bootstrap, settled) as out,
     ):
-        execute_replay(ctx.bootstrap, plan)
+        execute_dlq_replay(ctx.bootstrap, plan)
         _wait(out, lambda rs: len(rs) >= 5, "the replayed payment settled")
     after = summarize(read_dlq(ctx.bootstrap, topics.dlq))
     ctx.console.print(

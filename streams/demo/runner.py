@@ -1,0 +1,86 @@
+"""Runs the demo: the broker step, then every step of ``STEPS`` in order.
+
+The demo runs against ``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker on the
+default port (started if needed and left running, so you can look around afterwards).
+The steps read the example topologies and schemas shipped in ``streams.examples``, so the
+demo works from an installed wheel: for the run, ``STREAMS_SCHEMAS_DIR`` points at the
+example schemas (every ``default_catalog()`` of the topologies and the runtime loads them),
+and is restored afterwards. The topics named through the context are deleted at the end,
+also when a step fails; a step's RuntimeError propagates after that.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+
+from streams.admin import admin_client, delete_topics
+from streams.broker import LocalBroker
+from streams.config import external_bootstrap
+from streams.demo.context import DemoContext
+from streams.demo.failures import step_failures
+from streams.demo.replay import step_replay
+from streams.demo.round_trip import step_round_trip
+from streams.demo.schemas import step_schemas
+from streams.demo.state import step_state
+from streams.demo.testing import step_testing
+from streams.demo.topology import step_topology
+from streams.examples import example_schemas
+from streams.schemas import SCHEMAS_DIR_ENV
+
+STEPS: list[Callable[[DemoContext], None]] = [
+    step_round_trip,
+    step_schemas,
+    step_topology,
+    step_failures,
+    step_state,
+    step_replay,
+    step_testing,
+]
+
+
+def step_broker(console: Console) -> str:
+    """Step 1: the bootstrap servers, starting the local broker when none are given."""
+    external = external_bootstrap()
+    if external:
+        console.print(f"[bold]1. broker[/]: using KAFKA_BOOTSTRAP_SERVERS={external}")
+        return external
+    broker = LocalBroker()
+    with console.status("starting the local Apache Kafka broker"):
+        result = broker.up()
+    how = "already running" if result.already_running else f"started in {result.seconds:.1f} s"
+    console.print(
+        f"[bold]1. broker[/]: Apache Kafka {broker.version} at {broker.bootstrap} ({how}); "
+        "`streams broker down` stops it"
+    )
+    return broker.bootstrap
+
+
+@contextmanager
+def _example_catalog() -> Iterator[None]:
+    before = os.environ.get(SCHEMAS_DIR_ENV)
+    os.environ[SCHEMAS_DIR_ENV] = str(example_schemas())
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[SCHEMAS_DIR_ENV]
+        else:
+            os.environ[SCHEMAS_DIR_ENV] = before
+
+
+def run_demo(console: Console | None = None) -> None:
+    """Run every step on the broker, printing one numbered line (or more) per step."""
+    console = console or Console()
+    bootstrap = step_broker(console)
+    ctx = DemoContext(bootstrap=bootstrap, console=console)
+    try:
+        with _example_catalog():
+            for step in STEPS:
+                step(ctx)
+    finally:
+        delete_topics(admin_client(bootstrap), ctx.topics)
+    console.print("[bold green]demo done[/]")
