@@ -78,7 +78,11 @@ def configure_logging(
     root.setLevel(numeric)
 
 
-def get_logger(name: str, **bound: Any) -> structlog.stdlib.BoundLogger:
+Logger = structlog.stdlib.BoundLogger
+"""What ``get_logger`` returns: a structlog logger with the stdlib's levels."""
+
+
+def get_logger(name: str, **bound: Any) -> Logger:
     """A structlog logger named like a stdlib logger, with optional bound context."""
     logger: structlog.stdlib.BoundLogger = structlog.get_logger(name)
     return logger.bind(**bound) if bound else logger

@@ -1,8 +1,9 @@
 """The failure-routing facade a runtime calls: routing, per-key order, retry bookkeeping.
 
 One ``FailureHandler`` per runtime instance (one app, one policy; a step's own policy is
-passed per failure). The runtime calls it at four points, all on its processing thread,
-none blocking or doing I/O (the runtime writes the returned routes through its producer):
+passed per failure). The record path's failure policy (``streams.pipeline.failure``)
+calls it at four points, all on the processing thread, none blocking or doing I/O (the
+returned routes are written through the runtime's producer):
 
 1. ``on_record(record)`` for every consumed record (input topic or retry tier), before
    decoding: ``PROCESS`` it (``admission.record``), ``PARK`` it (a record of its key is
@@ -19,16 +20,15 @@ none blocking or doing I/O (the runtime writes the returned routes through its p
    per record until success), so a success on a retry produces exactly the outputs a
    first-time success would.
 4. ``revoked(partitions)`` on rebalance: drops the rooms of those input partitions (their
-   state moves with the store partition) and the retry-tier holds.
+   state moves with the store partition).
 
 Durability, in this order: every write (outputs, retry and DLQ records) acknowledged,
 then the waiting-room store flushed to its changelog, then the input offsets committed.
 State may then be ahead of the committed offsets after a crash, never ahead of the
 writes; ``on_record`` sorts out the records read again (property-tested over crashes).
 
-Records read from a retry tier carry their source in their error headers:
-``origin_topic(record)`` names the input topic whose processors must run, and
-``clean_headers(record)`` gives the headers to decode (error headers removed).
+Records read from a retry tier carry their source in their error headers, parsed once
+when read (``record.failure``): nothing here parses them again.
 """
 
 from __future__ import annotations
@@ -36,22 +36,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from enum import Enum
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
-from streams.failures.headers import (
-    FailureInfo,
-    Header,
-    Headers,
-    SourcePosition,
-    Stage,
-    parse_failure_headers,
-    strip_failure_headers,
-)
+from streams.failures.headers import FailureInfo, Headers, SourcePosition, Stage
 from streams.failures.metrics import FailureMetrics
 from streams.failures.parked import ParkedRecord
 from streams.failures.policy import RetryPolicy
-from streams.failures.retry_consumer import RetryGate
-from streams.failures.routing import FailedRecord, FailureRouter, Route
+from streams.failures.routing import FailureRouter, RecordLike, Route
 from streams.failures.topics import FailureTopics
 from streams.failures.waiting import WaitingRoom, WaitingStore
 
@@ -60,21 +51,6 @@ class Decision(Enum):
     PROCESS = "process"
     PARK = "park"
     SKIP = "skip"
-
-
-class RecordLike(Protocol):
-    """A record as read from Kafka or released from the waiting room."""
-
-    @property
-    def key(self) -> bytes | None: ...
-    @property
-    def value(self) -> bytes | None: ...
-    @property
-    def headers(self) -> Headers: ...
-    @property
-    def position(self) -> SourcePosition: ...
-    @property
-    def timestamp(self) -> int | None: ...
 
 
 class Admission(NamedTuple):
@@ -94,8 +70,12 @@ def _attempts(info: FailureInfo | None) -> int:
     return info.attempts if info is not None else 0
 
 
-def _parked(record: RecordLike, position: SourcePosition, headers: Headers) -> ParkedRecord:
-    return ParkedRecord(record.key, record.value, tuple(headers), position, record.timestamp)
+def _parked(
+    record: RecordLike, position: SourcePosition, headers: Headers, failure: FailureInfo | None
+) -> ParkedRecord:
+    return ParkedRecord(
+        record.key, record.value, tuple(headers), position, record.timestamp, failure
+    )
 
 
 class FailureHandler:
@@ -113,7 +93,6 @@ class FailureHandler:
         self.policy = policy
         self.router = FailureRouter(app_id, policy)
         self.metrics = metrics or FailureMetrics()
-        self.gate = RetryGate()
         self._store_for = store_for
         self._rooms: dict[tuple[str, int], Room] = {}
 
@@ -128,17 +107,6 @@ class FailureHandler:
             out.append(topic)
             out.extend(self.failure_topics(topic).retries)
         return out
-
-    @staticmethod
-    def origin_topic(record: RecordLike) -> str:
-        """The input topic a record belongs to (its source when read from a retry tier)."""
-        info = parse_failure_headers(record.headers)
-        return info.origin.topic if info is not None else record.position.topic
-
-    @staticmethod
-    def clean_headers(record: RecordLike) -> list[Header]:
-        """The headers to decode: the record's own, error headers removed."""
-        return strip_failure_headers(record.headers)
 
     # -- per record ------------------------------------------------------------------------
     def room(self, topic: str, partition: int) -> Room:
@@ -157,9 +125,7 @@ class FailureHandler:
         if head is None:
             return False
         origin = info.origin if info is not None else record.position
-        return head.position == origin and _attempts(
-            parse_failure_headers(head.headers)
-        ) == _attempts(info)
+        return head.position == origin and _attempts(head.failure) == _attempts(info)
 
     def on_record(self, record: RecordLike) -> Admission:
         """Process, park or skip a consumed record (see the module docstring).
@@ -175,8 +141,7 @@ class FailureHandler:
         key = record.key
         if key is None or not self.policy.ordered:
             return Admission(Decision.PROCESS, record)
-        headers = record.headers
-        info = parse_failure_headers(headers) if headers else None
+        info = record.failure
         if info is None:
             position = record.position
             room = self._rooms.get((position.topic, position.partition))
@@ -191,7 +156,7 @@ class FailureHandler:
             if head is None:
                 return Admission(Decision.PROCESS, record)
             if head.position == record.position:
-                room.failed(key, _parked(record, record.position, record.headers))
+                room.failed(key, _parked(record, record.position, record.headers, None))
                 return Admission(Decision.PROCESS, record)
             if head.position.offset > record.position.offset:
                 # Settled before its key's head failed (the state is ahead of the committed
@@ -200,20 +165,19 @@ class FailureHandler:
                 return Admission(Decision.PROCESS, record)
             if any(p.position == record.position for p in room.parked(key)):
                 return Admission(Decision.SKIP)
-            room.admit(key, _parked(record, record.position, record.headers))
+            room.admit(key, _parked(record, record.position, record.headers, None))
             return Admission(Decision.PARK)
         if head is None:
             return Admission(Decision.SKIP)
         if self._is_head(room, record, info):
             return Admission(Decision.PROCESS, record)
-        if parse_failure_headers(head.headers) is None:
+        if head.failure is None:
             return Admission(Decision.PROCESS, head)
         return Admission(Decision.SKIP)
 
     def on_success(self, record: RecordLike) -> ParkedRecord | None:
         """``record`` was processed: the next parked record of its key, if any."""
-        headers = record.headers
-        info = parse_failure_headers(headers) if headers else None
+        info = record.failure
         if info is not None:
             self.metrics.succeeded_after_failure()
         return self._settle(record, info)
@@ -233,22 +197,19 @@ class FailureHandler:
         ``policy`` is a step's own policy (default: the handler's). The route is counted
         (and a dead letter logged) here, when decided: the runtime stops on a refused write.
         """
-        info = parse_failure_headers(record.headers)
+        info = record.failure
         router = self.router if policy is None else FailureRouter(self.app_id, policy)
         detached = self._detached(record, info)
         if detached:  # settled once already: no retries that would reorder its key
             router = FailureRouter(self.app_id, RetryPolicy.no_retries())
-        failed = FailedRecord(
-            record.key, record.value, record.headers, record.position, record.timestamp
-        )
-        route = router.route(failed, exc, stage=stage, step=step, now=now)
+        route = router.route(record, exc, stage=stage, step=step, now=now)
         self.metrics.routed(route)
         if route.dead_letter:
             return route, self._settle(record, info)
         if self.policy.ordered and record.key is not None and not detached:
             origin = route.info.origin
             self.room(origin.topic, origin.partition).failed(
-                record.key, _parked(record, origin, route.headers)
+                record.key, _parked(record, origin, route.headers, route.info)
             )
         return route, None
 
@@ -274,7 +235,6 @@ class FailureHandler:
 
     # -- rebalance -------------------------------------------------------------------------
     def revoked(self, partitions: Sequence[tuple[str, int]]) -> None:
-        """Forget the rooms and holds of revoked partitions (input and retry tiers)."""
+        """Forget the rooms of revoked partitions (their stores keep what they hold)."""
         for tp in partitions:
             self._rooms.pop(tp, None)
-        self.gate.forget(partitions)

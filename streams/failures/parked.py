@@ -12,14 +12,14 @@ parked records survive restarts and rebalances with the rest of the state.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from io import BytesIO
 from typing import Any, Protocol
 
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from streams.failures.errors import FailureRoutingError
-from streams.failures.headers import Header, SourcePosition
+from streams.failures.headers import FailureInfo, Header, SourcePosition, parse_failure_headers
 from streams.failures.waiting import WaitingEntry
 
 FORMAT = 1
@@ -69,13 +69,22 @@ class CorruptWaitingEntryError(FailureRoutingError):
 
 @dataclass(frozen=True, slots=True)
 class ParkedRecord:
-    """A record kept in the waiting room: enough to process it later as if just read."""
+    """A record kept in the waiting room: enough to process it later as if just read.
+
+    ``position`` is its input position; ``headers`` hold error headers when it failed
+    before (a key's head that went to a retry tier), and ``failure`` says what they say
+    (parsed from them when not given; never stored separately)."""
 
     key: bytes | None
     value: bytes | None
     headers: tuple[Header, ...]
     position: SourcePosition
     timestamp: int | None = None
+    failure: FailureInfo | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.failure is None and self.headers:
+            object.__setattr__(self, "failure", parse_failure_headers(self.headers))
 
 
 def _record_out(record: ParkedRecord) -> dict[str, Any]:

@@ -18,9 +18,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from streams.failures.headers import DUE_TIME, parse_time
+
+
+class PartitionControl(Protocol):
+    """What the gate needs of a consumer (``confluent_kafka.Consumer`` is one)."""
+
+    def pause(self, partitions: list[TopicPartition], /) -> None: ...
+    def resume(self, partitions: list[TopicPartition], /) -> None: ...
+    def seek(self, partition: TopicPartition, /) -> None: ...
 
 
 class RetryMessage(Protocol):
@@ -84,17 +92,29 @@ class RetryGate:
             topic, partition, offset = message.topic(), message.partition(), message.offset()
             if topic is None or partition is None or offset is None:
                 continue
-            tp = (topic, partition)
-            if tp in self._holds:
+            if self.is_held(topic, partition):
                 continue
-            due = due_time(message)
-            if due is None or due <= now:
+            hold = self.check(topic, partition, offset, due_time(message), now)
+            if hold is None:
                 out.ready.append(message)
-                continue
-            hold = Hold(topic, partition, offset, due)
-            self._holds[tp] = hold
-            out.held.append(hold)
+            else:
+                out.held.append(hold)
         return out
+
+    def is_held(self, topic: str, partition: int) -> bool:
+        """Is the partition waiting for its head? (Its later records are fetched again.)"""
+        return (topic, partition) in self._holds
+
+    def check(
+        self, topic: str, partition: int, offset: int, due: datetime | None, now: datetime
+    ) -> Hold | None:
+        """One record of a partition not held: None when it is due (no due time: due now),
+        else the new hold of its partition on it."""
+        if due is None or due <= now:
+            return None
+        hold = Hold(topic, partition, offset, due)
+        self._holds[(topic, partition)] = hold
+        return hold
 
     def due(self, now: datetime | None = None) -> list[Hold]:
         """Holds whose time has come, removed from the gate: resume these partitions."""
@@ -125,7 +145,7 @@ class RetryGate:
         return list(self._holds.values())
 
 
-def hold(consumer: Consumer, holds: Iterable[Hold]) -> None:
+def hold(consumer: PartitionControl, holds: Iterable[Hold]) -> None:
     """Pause each held partition and seek it back to its head record. Does not block."""
     holds = list(holds)
     if not holds:
@@ -135,7 +155,9 @@ def hold(consumer: Consumer, holds: Iterable[Hold]) -> None:
         consumer.seek(TopicPartition(h.topic, h.partition, h.offset))
 
 
-def resume_due(consumer: Consumer, gate: RetryGate, now: datetime | None = None) -> list[Hold]:
+def resume_due(
+    consumer: PartitionControl, gate: RetryGate, now: datetime | None = None
+) -> list[Hold]:
     """Resume the partitions whose head is due; returns their holds. Does not block."""
     ripe = gate.due(now)
     if ripe:

@@ -1,6 +1,6 @@
 """Where a failed record goes next: a retry tier with a due time, or the dead-letter topic.
 
-Pure decision logic, no I/O: the runtime calls ``FailureRouter.route`` when decoding or
+Pure decision logic, no I/O: the record path calls ``FailureRouter.route`` when decoding or
 processing a record raised, produces the returned ``Route`` (topic, key, value, headers,
 timestamp) and commits the input offset once that write is acknowledged. The record's
 key, value, timestamp and original headers are carried over untouched; only the error
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from confluent_kafka import Message
 
@@ -29,14 +29,35 @@ from streams.failures.policy import RetryPolicy, Verdict
 from streams.failures.topics import FailureTopics
 
 
+class RecordLike(Protocol):
+    """A record as failure routing sees it: read from Kafka (the record path's ``Record``,
+    a ``FailedRecord``) or released from a waiting room (a ``ParkedRecord``).
+
+    ``position`` is where it was read; ``failure`` what its error headers say when it was
+    read from a retry tier (None for a record that never failed), parsed once."""
+
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> Headers: ...
+    @property
+    def position(self) -> SourcePosition: ...
+    @property
+    def timestamp(self) -> int | None: ...
+    @property
+    def failure(self) -> FailureInfo | None: ...
+
+
 @dataclass(slots=True)
 class FailedRecord:
     """A record as read when it failed: from the input topic or from a retry tier.
 
     ``headers`` are the headers as read; when the record comes from a retry tier they hold
-    its earlier error headers, which is how attempts and the first failure are carried.
-    ``timestamp`` is the Kafka record timestamp in ms (kept on the copy), if known.
-    Treat it as immutable (not frozen only because a frozen init costs per record).
+    its earlier error headers, which is how attempts and the first failure are carried
+    (``failure``, parsed from them when not given). ``timestamp`` is the Kafka record
+    timestamp in ms (kept on the copy), if known. Treat it as immutable.
     """
 
     key: bytes | None
@@ -44,6 +65,11 @@ class FailedRecord:
     headers: Headers
     position: SourcePosition
     timestamp: int | None = None
+    failure: FailureInfo | None = None
+
+    def __post_init__(self) -> None:
+        if self.failure is None and self.headers:
+            self.failure = parse_failure_headers(self.headers)
 
     @classmethod
     def from_message(cls, message: Message) -> FailedRecord:
@@ -117,7 +143,7 @@ class FailureRouter:
 
     def route(
         self,
-        record: FailedRecord,
+        record: RecordLike,
         exc: BaseException,
         *,
         stage: Stage = Stage.PROCESS,
@@ -132,7 +158,7 @@ class FailureRouter:
         ``FailureHeaderError`` only if the record carries corrupt error headers.
         """
         now = now or datetime.now(UTC)
-        previous = parse_failure_headers(record.headers)
+        previous = record.failure
         failures = (previous.attempts if previous else 0) + 1
         origin = previous.origin if previous else record.position
         topics = self.topics(origin.topic)

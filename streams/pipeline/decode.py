@@ -1,10 +1,19 @@
-"""Reading a source record: the one decode path the runtime and the test driver share."""
+"""Reading a source record: the one decode path of the runtime and the test driver.
+
+``decode_source`` turns a record's bytes into the envelope its source declares, at the
+source's reader version (older and newer writers resolved by Avro's rules, upcasters
+applied by the codec). ``Decode`` is that function bound to a topology's sources, as the
+failure policy's attempt calls it for each record.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from streams.codec import Codec, DecodeError, peek_type
 from streams.codec.headers import Headers
 from streams.envelope import Envelope
+from streams.pipeline.record import Record
 from streams.topology.nodes import SourceNode
 
 
@@ -35,3 +44,20 @@ def decode_source(
             f"source {source.name!r} reads {source.type}, got a record of {env.type}"
         )
     return env
+
+
+class Decode:
+    """Decodes a record as its input topic's source declares; raises ``DecodeError``."""
+
+    __slots__ = ("_codec", "_sources")
+
+    def __init__(self, codec: Codec, sources: Mapping[str, SourceNode]) -> None:
+        self._codec = codec
+        self._sources = dict(sources)
+
+    def __call__(self, record: Record) -> Envelope:
+        env = decode_source(
+            self._codec, self._sources[record.source_topic], record.value, record.headers
+        )
+        record.envelope = env
+        return env

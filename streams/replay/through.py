@@ -3,7 +3,8 @@
 How: the new app id's consumer group gets the plan's start offsets committed before it
 starts (the source's unplanned partitions, and the topology's other input topics, start
 at their log end, so only the range is reprocessed); then the native runtime runs the
-topology, skipping records at or past each partition's end, until the group's committed
+topology, dropping records at or past each partition's end (``PastTheEnd``, a step put
+before the runtime's own), until the group's committed
 offsets reach every end. The runtime commits an offset only after the outputs it caused
 are acknowledged, so when ``replay_through`` returns, every output of the range is in
 its sink topics (at-least-once, as any run of the topology).
@@ -18,10 +19,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
 
-from confluent_kafka import Message
-
+from streams.pipeline.record import Record
+from streams.pipeline.step import Forward, Step
 from streams.replay.cluster import TP, Cluster
 from streams.replay.errors import ReplayError
 from streams.replay.groups import require_inactive
@@ -53,19 +53,20 @@ class ThroughResult:
         }
 
 
-class _BoundedRuntime(Runtime):
-    """The native runtime, not processing records at or past their partition's end."""
+class PastTheEnd(Forward):
+    """The first step of the reprocessing chain: drops records at or past their
+    partition's end, before they are tracked, so the group's commit stays at the end."""
 
-    def __init__(self, topology: Topology, config: RuntimeConfig, ends: dict[TP, int],
-                 on_tick: Callable[[Stats], None]) -> None:  # fmt: skip
-        super().__init__(topology, config, on_tick=on_tick)
-        self.ends = ends
+    __slots__ = ("_ends",)
 
-    def _process(self, msg: Message) -> None:
-        end = self.ends.get((cast(str, msg.topic()), cast(int, msg.partition())))
-        if end is not None and cast(int, msg.offset()) >= end:
-            return  # past the range: left uncommitted, so the group's commit stays at the end
-        super()._process(msg)
+    def __init__(self, next: Step, ends: dict[TP, int]) -> None:
+        super().__init__(next)
+        self._ends = ends
+
+    def submit(self, record: Record) -> None:
+        end = self._ends.get((record.topic, record.partition))
+        if end is None or record.offset < end:
+            self.next.submit(record)
 
 
 def start_offsets(cluster: Cluster, plan: ReplayPlan, topology: Topology) -> dict[TP, int]:
@@ -105,7 +106,7 @@ def replay_through(
     if not ends:
         return ThroughResult(app_id, 0, 0, {r.partition: r.end for r in plan.ranges}, 0.0)
     reported = 0
-    runtime: _BoundedRuntime
+    runtime: Runtime
 
     def tick(stats: Stats) -> None:
         nonlocal reported
@@ -117,7 +118,7 @@ def replay_through(
             runtime.stop()
 
     cfg = config or RuntimeConfig(bootstrap=cluster.bootstrap)
-    runtime = _BoundedRuntime(topology, cfg, ends, tick)
+    runtime = Runtime(topology, cfg, on_tick=tick, intake=[lambda step: PastTheEnd(step, ends)])
     runtime.run()
     committed = cluster.committed(app_id, [(plan.topic, r.partition) for r in plan.ranges])
     return ThroughResult(

@@ -1,66 +1,72 @@
-"""The native runtime: one instance of a topology on confluent-kafka.
+"""The native runtime: one instance of a topology on Kafka.
 
 Contract and timing:
 
 - ``run()`` blocks until ``stop()`` is called (from a signal handler or another thread) or
   a record fails with policy FAIL; it then finishes, flushes, commits and closes.
 - The consumer group is the app id, with cooperative-sticky assignment: start more
-  instances to scale out. Records are consumed in batches and processed one at a time, in
-  offset order per partition, on this thread; records of one key are never reordered.
-- At-least-once: an offset is committed only when its record and every record before it in
-  its partition are processed and every output they caused is acknowledged (idempotent
-  producer, ``acks=all``). Commits are asynchronous every ``commit_interval_s``, and
-  synchronous on revoke and shutdown.
-- Rebalance: on revoke, flush outputs, commit the revoked partitions, then release them.
-  On assign, reading starts at the committed offsets (``auto_offset_reset`` for a new
-  group). Lost partitions (the session expired) are dropped without a commit.
-- A failed record (policy FAIL) is never committed: earlier records are flushed and
-  committed, then ``run`` raises ``RecordFailed``. A refused output raises ``DeliveryError``.
-- With a ``RetryPolicy`` on the topology (or a step), failures do not stop the runtime: they
-  go through retry topics to a DLQ, in order per key (``streams.runtime.failure_routing``);
-  outputs of a record are sent once it succeeds.
-- State and exactly-once (``streams.runtime.checkpoint``): with stores, assignment
-  restores them before processing and every commit is a checkpoint (synchronous: outputs,
-  changelog, offsets, then the local stores); with ``exactly_once``, every commit is a
-  transaction over outputs, changelog and offsets, aborted and rewound on failure.
-- A broker outage (outputs timed out, a transaction that cannot finish) does not stop the
-  runtime: it waits for the broker, undoes the work since the last commit and goes on
-  (``streams.runtime.recovery``).
+  instances to scale out (with failure routing: the range assignor, so partition *n* of
+  an input and of its retry tiers land on the same instance, where its waiting room is).
+  Records are consumed in batches and processed one at a time, in offset order per
+  partition, on this thread; records of one key are never reordered.
+- Each record goes through the chain of steps assembled once from the topology
+  (``streams.pipeline.chain``): retry gate, tracking, the failure policy around decode
+  and the plan, produce, commit. The loop is only: poll the consumer, submit each record
+  to the chain, poll the chain (acknowledgements, due retries, a due commit).
+- At-least-once: an offset is committed only when its record and every record before it
+  in its partition are processed and every write they caused is acknowledged. With
+  stores every commit is a checkpoint; with ``exactly_once`` a transaction
+  (``streams.runtime.commit``).
+- Rebalance: on assign, the stores of the new partitions are restored before any of
+  their records is processed; reading starts at the committed offsets
+  (``auto_offset_reset`` for a new group). On revoke, their work is committed, then they
+  are released. Lost partitions (the session expired) commit nothing.
+- A record whose policy says FAIL is never committed: ``run`` raises ``RecordFailed``
+  after committing the others. With a ``RetryPolicy`` failures go through retry topics
+  to a DLQ instead, in order per key. A refused output raises ``DeliveryError``.
+- A broker outage does not stop the runtime: it waits for the broker, undoes the work
+  since the last commit and goes on (``streams.runtime.recovery``).
+- Clients come from ``clients`` (``KafkaClients`` by default): the ``TestDriver`` runs
+  this class on in-memory ones, turn by turn (``start``, ``turn``).
 - No per-record INFO logs; errors are logged with app, topic, partition and offset bound.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any, cast
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from streams.codec import Codec, DecodeError
-from streams.envelope import Envelope
+from streams.codec import Codec
+from streams.failures.topics import ensure_failure_topics
 from streams.logs import get_logger
-from streams.runtime.checkpoint import Checkpointer
+from streams.pipeline.chain import Intake, build_chain
+from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure, transient
+from streams.pipeline.failure import OnSkip, failure_handler, failure_topics
+from streams.pipeline.offsets import Partitions
+from streams.pipeline.produce import OutputSink
+from streams.pipeline.record import Record
+from streams.pipeline.stats import Stats
+from streams.pipeline.step import TP
+from streams.runtime.clients import Clients, KafkaClients
+from streams.runtime.commit import make_committer
 from streams.runtime.config import RuntimeConfig
-from streams.runtime.errors import RecordFailed, RuntimeFailure
-from streams.runtime.failure_routing import FailureRouting, widest_policy
-from streams.runtime.offsets import InFlight, PartitionOffsets
-from streams.runtime.recovery import BrokerUnavailable, Recovery, rewind_stateless, transient
-from streams.runtime.sink import OutputSink
-from streams.runtime.status import Stats
-from streams.runtime.stores import RuntimeState, processing_guarantee
+from streams.runtime.errors import RecordFailed
+from streams.runtime.recovery import Recovery
+from streams.runtime.state import RuntimeState, processing_guarantee
 from streams.state import StateManager
-from streams.topology import Plan, Topology
-from streams.topology.context import RecordMeta
-from streams.topology.decoding import decode_source
-from streams.topology.nodes import SinkNode
-from streams.topology.policy import ErrorAction, ErrorPolicy, ProcessingFailure, StepFailed, fail
-
-TP = tuple[str, int]
+from streams.topology import Topology
+from streams.topology.policy import ProcessingError
 
 
 class Runtime:
-    """Runs ``topology`` until stopped. Not thread-safe except ``stop()``."""
+    """Runs ``topology`` until stopped. Not thread-safe except ``stop()``.
+
+    ``clock``: seconds since the epoch for dedup windows and retry due times; ``intake``:
+    steps put before the chain's own; ``on_skip``: called with each record a SKIP policy
+    let go (besides the count and the WARNING)."""
 
     def __init__(
         self,
@@ -69,69 +75,86 @@ class Runtime:
         *,
         codec: Codec | None = None,
         on_tick: Callable[[Stats], None] | None = None,
+        clients: Clients | None = None,
+        clock: Callable[[], float] = time.time,
+        intake: Sequence[Intake] = (),
+        on_skip: OnSkip | None = None,
     ) -> None:
         if codec is None:
             from streams.codec import AvroCodec  # noqa: PLC0415 - loads the catalog once
             from streams.schemas import default_catalog  # noqa: PLC0415
 
             codec = AvroCodec(default_catalog())
+        clients = clients or KafkaClients(config.bootstrap)
         self.topology = topology
         self.config = config
         self.codec = codec
         self.stats = Stats()
         self._on_tick = on_tick
         self._stopping = False
-        self._log = get_logger("streams.runtime", app=topology.app_id)
-        self._partitions: dict[TP, PartitionOffsets] = {}
-        self._entry = InFlight(-1)  # the record being processed
-        # State and exactly-once (streams.runtime.stores, streams.runtime.checkpoint).
+        self._started = False
+        self._last_tick = time.monotonic()
+        app = topology.app_id
+        self._log = log = get_logger("streams.runtime", app=app)
         exactly_once = processing_guarantee(topology, config) == "exactly_once"
+        routing = bool(topology.retry_policies)
         self._state: RuntimeState | None = None
-        tid: str | None = None
-        # Failure routing keeps its waiting rooms as stores too.
-        if topology.stores or exactly_once or topology.retry_policies:
-            self._state = RuntimeState.open(topology, config, self._current_partition)
-            tid = self._state.slot.transactional_id(topology.app_id) if exactly_once else None
-        self._plan = Plan(topology, self._emit, self._state.routed if self._state else None)
-        consumer_config = config.consumer_config(topology.app_id)
-        self._sink = OutputSink(Producer(config.producer_config(tid)))
-        self._routing: FailureRouting | None = None
-        if topology.retry_policies:  # failures go through retry topics to a DLQ
-            policy = topology.retry or widest_policy(topology)
-            assert policy is not None and self._state is not None
-            self._routing = FailureRouting(
-                topology,
-                policy if topology.retry else policy.no_retries(),
-                codec=codec,
-                sink=self._sink,
-                stats=self.stats,
-                state=self._state.manager,
-            )
-            self._routing.plan = self._plan
-            consumer_config = {**consumer_config, **self._routing.consumer_overrides}
-        self._consumer = Consumer(consumer_config)
-        self._make_producer = lambda: Producer(config.producer_config(tid))
-        self._recovery = Recovery(
-            consumer=self._consumer,
-            rewind_all=self._rewind_all,
-            stopping=lambda: self._stopping,
-            log=self._log,
+        if topology.stores or exactly_once or routing:
+            self._state = RuntimeState.open(topology, config, clients.consumer, clock)
+        state = self._state.manager if self._state is not None else None
+        handler = failure_handler(topology, state) if routing and state is not None else None
+        tid = None
+        if exactly_once and self._state is not None:
+            tid = self._state.transactional_id(app, config.instance_id)
+
+        def make_producer() -> Any:
+            return clients.producer(config.producer_config(tid))
+
+        consumer_config = config.consumer_config(app)
+        if routing:  # input partition n and retry partition n on one instance
+            consumer_config["partition.assignment.strategy"] = "range"
+        self._admin = clients.admin()
+        self._consumer = consumer = clients.consumer(consumer_config)
+        self._sink = sink = OutputSink(make_producer())
+        self._partitions = partitions = Partitions(
+            consumer,
+            auto_offset_reset=config.auto_offset_reset,
+            timeout=config.shutdown_timeout_s,
         )
-        self._checkpoints: Checkpointer | None = None
-        if self._state is not None:
-            self._checkpoints = Checkpointer(
-                consumer=self._consumer,
-                sink=self._sink,
-                partitions=self._partitions,
-                state=self._state.manager,
-                transactional_id=tid,
-                config=config,
-                log=self._log,
-            )
-            if self._routing is not None:
-                self._checkpoints.before_commit.append(
-                    self._routing.checkpoint_hook(self._partitions)
-                )
+        self._committer = committer = make_committer(
+            exactly_once=exactly_once,
+            consumer=consumer,
+            admin=self._admin,
+            sink=sink,
+            make_producer=make_producer,
+            partitions=partitions,
+            state=state,
+            transactional_id=tid,
+            timeout=config.shutdown_timeout_s,
+            log=log,
+        )
+        self._chain = build_chain(
+            topology,
+            codec=codec,
+            state=state,
+            handler=handler,
+            sink=sink,
+            partitions=partitions,
+            committer=committer,
+            consumer=consumer,
+            stats=self.stats,
+            log=log,
+            clock=clock,
+            commit_interval_s=config.commit_interval_s,
+            on_skip=on_skip,
+            intake=intake,
+        )
+        self._recovery = Recovery(
+            consumer=consumer,
+            committer=committer,
+            stopping=lambda: self._stopping,
+            log=log,
+        )
 
     # -- control -------------------------------------------------------------------------
     def stop(self) -> None:
@@ -140,53 +163,32 @@ class Runtime:
 
     @property
     def state(self) -> StateManager | None:
-        """The instance's stores (None when the topology declares none and runs
-        at-least-once); ``state.stores[name].partitions`` are the open partitions."""
+        """The instance's stores (None when the topology declares none, routes no failures
+        and runs at-least-once); ``state.stores[name].partitions`` are the open ones."""
         return self._state.manager if self._state is not None else None
-
-    def _current_partition(self) -> int:
-        msg = self._plan.current.message
-        return cast(int, msg.partition()) if msg is not None else -1
 
     @property
     def assignment(self) -> list[TP]:
         return sorted(self._partitions)
 
+    @property
+    def duplicates(self) -> int:
+        """Records dropped by the topology's dedup steps so far."""
+        return self._chain.attempt.duplicates
+
     def run(self) -> None:
         """Consume, process and commit until stopped. Raises RuntimeFailure on failure."""
-        consumer = self._consumer
-        topics = self.topology.topics_read
-        if self._routing is not None:
-            from streams.admin import admin_client  # noqa: PLC0415 - only with routing
-
-            self._routing.setup(admin_client(self.config.bootstrap))
-            topics = self._routing.topics
-        if self._checkpoints is not None and self._state is not None:
-            from streams.admin import admin_client  # noqa: PLC0415 - only with state
-
-            self._state.start()
-            try:
-                self._checkpoints.prepare(admin_client(self.config.bootstrap))
-            except BaseException:  # nothing started: release what the instance holds
-                self._consumer.close()
-                self._checkpoints.close()
-                self._state.close()
-                raise
-        consumer.subscribe(
-            topics,
-            on_assign=self._on_assign,
-            on_revoke=self._on_revoke,
-            on_lost=self._on_lost,
-        )
-        self._log.info("started", topics=self.topology.topics_read)
+        self.start()
         failure: BaseException | None = None
         try:
-            while True:
+            while not self._stopping:
                 try:
-                    self._loop()
-                    break
+                    self.turn()
                 except BrokerUnavailable as exc:  # an outage: wait, rewind, go on
                     self._recovery.recover(exc)
+        except ProcessingError as exc:
+            failure = exc
+            raise RecordFailed(str(exc)) from exc.failure.error
         except KafkaException as exc:  # a client error the loop did not expect
             failure = exc
             raise RuntimeFailure(f"Kafka client error: {exc.args[0]}") from exc
@@ -194,110 +196,63 @@ class Runtime:
             failure = exc
             raise
         finally:
-            self._shutdown(failure)
+            self.close(failure)
+
+    def start(self) -> None:
+        """Before the first turn: create the retry tiers and DLQs, prepare commits (changelog
+        topics, the first transaction), subscribe. Blocks on the broker; on failure
+        everything the instance holds is released before the error propagates."""
+        try:
+            for topics in failure_topics(self.topology):
+                ensure_failure_topics(self._admin, topics)
+            if self._state is not None:
+                self._state.start()
+            self._committer.start()
+        except BaseException:  # nothing started: release what the instance holds
+            self._release()
+            raise
+        self._consumer.subscribe(
+            self._chain.topics,
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_lost,
+        )
+        self._started = True
+        self._log.info("started", topics=self.topology.topics_read)
 
     # -- the loop --------------------------------------------------------------------------
-    def _loop(self) -> None:
-        sink, cfg = self._sink, self.config
-        process = self._process
-        routing = self._routing
-        last_commit = last_tick = time.monotonic()
-        while not self._stopping:
-            batch = self._next_batch()
-            if routing is not None:  # retry records wait for their due time, paused
-                routing.resume(self._consumer)
-                batch = routing.sift(self._consumer, batch)
-            for msg in batch:
-                err = msg.error()
-                if err is not None:
-                    self._consumer_error(err)
-                    continue
-                process(msg)
-            sink.poll()
-            sink.raise_errors()
-            now = time.monotonic()
-            if now - last_commit >= cfg.commit_interval_s:
-                self._commit(list(self._partitions.values()), asynchronous=True)
-                last_commit = now
-            if self._on_tick is not None and now - last_tick >= cfg.status_interval_s:
-                self._refresh_lag()
-                self._on_tick(self.stats)
-                last_tick = now
+    def turn(self, wait: float | None = None) -> int:
+        """One turn of the loop: take the records at hand (waiting up to ``wait`` seconds,
+        default ``poll_timeout_s``, when there are none), submit each to the chain, poll
+        the chain. Returns how many records were taken. Raises what the chain raises."""
+        batch = self._next_batch(self.config.poll_timeout_s if wait is None else wait)
+        head, record = self._chain.head, Record.of
+        for msg in batch:
+            err = msg.error()
+            if err is not None:
+                self._consumer_error(err)
+                continue
+            head.submit(record(msg))
+        head.poll()
+        if self._on_tick is not None:
+            self._tick()
+        return len(batch)
 
-    def _next_batch(self) -> list[Message]:
+    def _next_batch(self, wait: float) -> list[Any]:
         """What is already fetched, up to ``batch_size``; when nothing is, wait up to
-        ``poll_timeout_s`` for one record (``consume`` alone would wait for a full batch or
-        the timeout, which adds the timeout to every record's latency at low rates)."""
+        ``wait`` for one record (``consume`` alone would wait for a full batch or the
+        timeout, which adds the timeout to every record's latency at low rates)."""
         consumer, n = self._consumer, self.config.batch_size
-        batch = consumer.consume(n, timeout=0)
+        batch: list[Any] = consumer.consume(n, timeout=0)
         if batch:
             return batch
-        wait = self.config.poll_timeout_s
-        if self._routing is not None:
-            wait = self._routing.poll_timeout(wait)
+        gate = self._chain.gate
+        if gate is not None:  # a held retry partition may ripen sooner
+            wait = gate.poll_timeout(wait)
         first = consumer.poll(wait)
         if first is None:
             return []
         return [first, *consumer.consume(n - 1, timeout=0)] if n > 1 else [first]
-
-    def _process(self, msg: Message) -> None:
-        topic = cast(str, msg.topic())
-        offsets = self._partitions.get((topic, cast(int, msg.partition())))
-        if offsets is None:  # revoked while this batch was in hand: the new owner reads it
-            return
-        entry = offsets.begin(cast(int, msg.offset()))
-        self._entry = entry
-        self.stats.consumed += 1
-        if self._routing is not None:
-            self._routing.process(msg, entry)
-            entry.release()
-            return
-        plan = self._plan
-        source = plan.sources[topic]
-        try:
-            env = decode_source(self.codec, source, msg.value(), cast(Any, msg.headers()))
-        except DecodeError as exc:
-            self._failed(msg, "decode", exc, None, None)
-        else:
-            plan.current.message = msg
-            try:
-                plan.entries[topic](env)
-            except StepFailed as exc:
-                self._failed(msg, exc.step, exc.error, env, exc.policy)
-        entry.release()
-
-    def _emit(self, _sink: SinkNode, topic: str, env: Envelope) -> None:
-        value, headers = self.codec.encode(env)
-        key = env.key.encode() if env.key is not None else None
-        if self._routing is not None:  # sent when the record succeeds, dropped if it fails
-            self._routing.outbox.append((topic, key, value, headers))
-            return
-        self._sink.send(topic, key=key, value=value, headers=headers, entry=self._entry)
-        self.stats.produced += 1
-
-    def _failed(
-        self,
-        msg: Message,
-        step: str,
-        error: BaseException,
-        env: Envelope | None,
-        policy: ErrorPolicy | None,
-    ) -> None:
-        """Apply the error policy. FAIL raises (the record stays uncommitted)."""
-        failure = ProcessingFailure(step, error, RecordMeta.from_message(msg), env)
-        action = (policy or self.topology.on_error or fail)(failure)
-        log = self._log.bind(
-            topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), step=step
-        )
-        if action is ErrorAction.SKIP:
-            self.stats.skipped += 1
-            log.warning("record skipped", error=f"{type(error).__name__}: {error}")
-            return
-        log.error("record failed", exc_info=error)
-        raise RecordFailed(
-            f"step {step!r} failed on {msg.topic()}[{msg.partition()}]@{msg.offset()}: "
-            f"{type(error).__name__}: {error}"
-        ) from error
 
     def _consumer_error(self, err: KafkaError) -> None:
         if err.code() == KafkaError._PARTITION_EOF:
@@ -306,105 +261,47 @@ class Runtime:
             raise RuntimeFailure(f"consumer error: {err.str()}")
         self._log.warning("consumer error", error=err.str())
 
-    def _rewind_all(self) -> None:
-        """Undo the work since the last commit (``streams.runtime.recovery``)."""
-        if self._checkpoints is not None:
-            self._checkpoints.recover(self._make_producer)
-            return
-        latest = self.config.auto_offset_reset in ("latest", "end", "largest")
-        timeout = self.config.shutdown_timeout_s
-        rewind_stateless(
-            self._consumer,
-            self._sink,
-            self._partitions,
-            self._make_producer,
-            latest=latest,
-            timeout=timeout,
-        )
-
-    # -- commits -------------------------------------------------------------------------
-    def _commit(
-        self, partitions: list[PartitionOffsets], *, asynchronous: bool, force: bool = False
-    ) -> None:
-        """Commit each partition's finished prefix. ``force`` re-sends offsets already sent
-        (an asynchronous commit may have failed unseen)."""
-        if self._checkpoints is not None:  # stores or exactly-once: a checkpoint
-            self._checkpoints.commit(partitions)
-            return
-        pending = []
-        for po in partitions:
-            nxt = po.committable() if force else po.pending_commit()
-            if nxt is not None:
-                pending.append((po, nxt))
-        if not pending:
-            return
-        offsets = [TopicPartition(po.topic, po.partition, nxt) for po, nxt in pending]
-        try:
-            if asynchronous:
-                self._consumer.commit(offsets=offsets, asynchronous=True)
-            else:
-                self._consumer.commit(offsets=offsets, asynchronous=False)
-        except KafkaException as exc:
-            err: KafkaError = exc.args[0]
-            if err.code() != KafkaError._NO_OFFSET:
-                # Nothing is lost: uncommitted records are redelivered (at-least-once).
-                self._log.warning("commit failed", error=err.str())
-            return
-        for po, nxt in pending:
-            po.committed = nxt
-
-    def _flush_and_commit(self, partitions: list[PartitionOffsets]) -> None:
-        if self._checkpoints is not None:  # it flushes, and knows a dead producer
-            self._checkpoints.commit(partitions)
-            return
-        self._sink.poll()
-        left = self._sink.flush(self.config.shutdown_timeout_s)
-        if left:
-            self._log.error("outputs not acknowledged in time", outstanding=left)
-        self._commit(partitions, asynchronous=False, force=True)
-
     # -- rebalance -------------------------------------------------------------------------
-    def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        for tp in partitions:
-            self._partitions[(tp.topic, tp.partition)] = PartitionOffsets(tp.topic, tp.partition)
-        if self._checkpoints is not None:  # restores the stores (blocks)
-            self._checkpoints.assigned(partitions)
+    def _on_assign(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        keys = _keys(partitions)
+        self._partitions.assign(keys)
+        self._committer.assigned(keys)  # restores the stores (blocks)
         self.stats.partitions = len(self._partitions)
         self.stats.rebalances += 1
-        self._log.info("partitions assigned", partitions=_names(partitions))
+        self._log.info("partitions assigned", partitions=_names(keys))
 
-    def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        revoked = [
-            self._partitions[key]
-            for tp in partitions
-            if (key := (tp.topic, tp.partition)) in self._partitions
-        ]
-        self._flush_and_commit(revoked)
-        if self._checkpoints is not None:
-            self._checkpoints.release(revoked)
-        for po in revoked:
-            del self._partitions[(po.topic, po.partition)]
-        if self._routing is not None:
-            self._routing.revoked([(tp.topic, tp.partition) for tp in partitions])
+    def _on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        keys = _keys(partitions)
+        self._committer.revoked([k for k in keys if k in self._partitions])
+        self._leave(keys)
+        self._log.info("partitions revoked", partitions=_names(keys))
+
+    def _on_lost(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        keys = _keys(partitions)
+        self._committer.lost([k for k in keys if k in self._partitions])
+        self._leave(keys)
+        self._log.warning("partitions lost", partitions=_names(keys))
+
+    def _leave(self, keys: list[TP]) -> None:
+        self._chain.head.revoked(keys)
+        self._partitions.remove(keys)
         self.stats.partitions = len(self._partitions)
-        self._log.info("partitions revoked", partitions=_names(partitions))
 
-    def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        if self._checkpoints is not None:  # nothing of theirs commits (exactly-once: abort)
-            self._checkpoints.lost(partitions)
-        for tp in partitions:
-            self._partitions.pop((tp.topic, tp.partition), None)
-        if self._routing is not None:
-            self._routing.revoked([(tp.topic, tp.partition) for tp in partitions])
-        self.stats.partitions = len(self._partitions)
-        self._log.warning("partitions lost", partitions=_names(partitions))
+    # -- status ----------------------------------------------------------------------------
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if now - self._last_tick < self.config.status_interval_s:
+            return
+        self._last_tick = now
+        self.stats.duplicates = self.duplicates
+        self.stats.lag = self._lag()
+        if self._on_tick is not None:
+            self._on_tick(self.stats)
 
-    def _refresh_lag(self) -> None:
-        self.stats.duplicates = self._plan.duplicates
+    def _lag(self) -> int | None:
         tps = [TopicPartition(t, p) for t, p in self._partitions]
         if not tps:
-            self.stats.lag = 0
-            return
+            return 0
         lag = 0
         try:
             for tp in self._consumer.position(tps):
@@ -412,33 +309,39 @@ class Runtime:
                 if high >= 0 and tp.offset >= 0:
                     lag += max(high - tp.offset, 0)
         except KafkaException:
-            return
-        self.stats.lag = lag
+            return self.stats.lag
+        return lag
 
     # -- shutdown --------------------------------------------------------------------------
-    def _shutdown(self, failure: BaseException | None) -> None:
-        """Finish: flush, commit what is done, leave the group. Never commits a failed record."""
+    def close(self, failure: BaseException | None = None) -> None:
+        """Finish: flush, commit what is done (never a failed record), leave the group,
+        close. ``failure``: what stopped the run (exactly-once: the transaction aborts)."""
         try:
-            if self._checkpoints is not None:  # exactly-once after a failure: an abort
-                self._checkpoints.finish(failure)
-            else:
-                self._flush_and_commit(list(self._partitions.values()))
+            self._chain.head.join(self.config.shutdown_timeout_s)
+            self._committer.finish(failure)
         except Exception:
             self._log.exception("final commit failed")
         finally:
-            self._plan.close()
-            self._consumer.close()  # leaves the group: the revoke callback commits again
-            if self._checkpoints is not None and self._state is not None:
-                self._checkpoints.close()  # stores closed, local copies kept
-                self._state.close()
-            if failure is None:
+            self._release()
+            if failure is None and self._started:
                 self._log.info(
                     "stopped",
                     consumed=self.stats.consumed,
                     produced=self.stats.produced,
-                    duplicates=self._plan.duplicates,
+                    duplicates=self.duplicates,
                 )
 
+    def _release(self) -> None:
+        self._chain.attempt.close()
+        self._consumer.close()  # leaves the group: the revoke callback commits again
+        self._committer.close()
+        if self._state is not None:
+            self._state.close()  # stores closed, local copies kept; slot released
 
-def _names(partitions: list[TopicPartition]) -> list[str]:
-    return [f"{tp.topic}[{tp.partition}]" for tp in partitions]
+
+def _keys(partitions: list[TopicPartition]) -> list[TP]:
+    return [(tp.topic, tp.partition) for tp in partitions]
+
+
+def _names(keys: list[TP]) -> list[str]:
+    return [f"{t}[{p}]" for t, p in keys]

@@ -1,28 +1,14 @@
-"""Counters of one instance, and how they are shown: a live line on a terminal, a periodic
-structured log line otherwise. Never per record."""
+"""How an instance's counters (``Stats``, kept by the record path) are shown: a live line
+on a terminal, a periodic structured log line otherwise. Never per record."""
 
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from streams.logs import get_logger
-
-
-@dataclass
-class Stats:
-    consumed: int = 0
-    produced: int = 0
-    skipped: int = 0
-    partitions: int = 0
-    lag: int | None = None
-    rebalances: int = 0
-    duplicates: int = 0  # records dropped by dedup steps
-    # Failure routing counters (retried, recovered, dead_lettered, dlq_depth, by_error).
-    failures: dict[str, Any] = field(default_factory=dict)
-    started: float = field(default_factory=time.monotonic)
+from streams.pipeline.stats import Stats
 
 
 def _failures_text(failures: dict[str, Any]) -> str:

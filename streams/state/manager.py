@@ -27,10 +27,10 @@ from confluent_kafka.admin import AdminClient
 
 from streams.state.base import Backend, ChangelogProducer
 from streams.state.errors import StateError
-from streams.state.recovery import RestoreProgress
+from streams.state.recovery import MakeConsumer, RestoreProgress
 from streams.state.routed import RoutedStore
 from streams.state.store import ChangelogPartition, ChangelogStore
-from streams.state.transaction import Clock
+from streams.state.transaction import Clock, PartitionTransaction
 
 
 class StateManager:
@@ -39,12 +39,14 @@ class StateManager:
         app: str,
         *,
         consumer_config: Mapping[str, Any],
+        make_consumer: MakeConsumer | None = None,
         state_dir: Path | str | None = None,
         progress: RestoreProgress | None = None,
         clock: Clock = time.time,
     ) -> None:
         self.app = app
         self._consumer_config = dict(consumer_config)
+        self._make_consumer = make_consumer
         self._state_dir = state_dir
         self._progress = progress
         self._clock = clock
@@ -60,6 +62,7 @@ class StateManager:
             name,
             backend,
             consumer_config=self._consumer_config,
+            make_consumer=self._make_consumer,
             state_dir=self._state_dir,
             source_topic=source_topic,
             clock=self._clock,
@@ -101,11 +104,27 @@ class StateManager:
         for store in self._fed_by(topic):
             store.close(partition, keep=keep)
 
-    def routed(self, name: str, current_partition: Callable[[], int]) -> RoutedStore:
+    def routed(
+        self,
+        name: str,
+        current_partition: Callable[[], int],
+        touched: list[PartitionTransaction] | None = None,
+    ) -> RoutedStore:
+        """Store ``name`` as processors see it (``RoutedStore``; ``touched``: the attempt's
+        list of transactions it wrote, for a rollback)."""
         try:
-            return RoutedStore(self.stores[name], current_partition)
+            return RoutedStore(self.stores[name], current_partition, touched)
         except KeyError:
             raise StateError(f"app {self.app!r} has no store named {name!r}") from None
+
+    def changed(self) -> set[tuple[str, int]]:
+        """The input partitions with a store change not yet flushed."""
+        return {
+            (store.source_topic or "", partition)
+            for store in self.stores.values()
+            for partition, part in store.partitions.items()
+            if part.transaction().updates
+        }
 
     def flush(self, producer: ChangelogProducer, positions: Mapping[tuple[str, int], int]) -> int:
         """Produce the changes of the given partitions, tagged with their next offsets."""

@@ -62,13 +62,18 @@ class RestoreResult:
     seconds: float
 
 
-def restore_consumer(config: Mapping[str, Any]) -> Consumer:
+MakeConsumer = Callable[[dict[str, Any]], Any]
+"""Builds a consumer from a librdkafka config (``confluent_kafka.Consumer`` by default)."""
+
+
+def restore_consumer(config: Mapping[str, Any], make: MakeConsumer | None = None) -> Any:
     """A consumer for restores: no group membership, no commits, read_committed.
 
     ``config`` is the runtime's client config (at least ``bootstrap.servers``; security
     settings pass through). Fetch buffers are kept small so a restore stays light.
+    ``make`` builds it (default: ``confluent_kafka.Consumer``).
     """
-    return Consumer(
+    return (make or Consumer)(
         {
             "group.id": f"streams-restore-{uuid.uuid4().hex[:8]}",
             "queued.max.messages.kbytes": 16384,

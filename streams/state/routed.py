@@ -5,6 +5,10 @@ partition, but a processor context holds one object per store for the whole run.
 :class:`RoutedStore` is that object: each call goes to the current transaction of the
 partition the runtime says is being processed (``current_partition()``), so processors
 never see partitions, and the same processor code runs on the runtime and the test driver.
+
+When given ``touched`` (the attempt's list), the first use of a transaction during an
+attempt opens a savepoint on it and adds it to the list, so the attempt can roll back
+every store it wrote (``streams.pipeline.execute``) without knowing which ones it used.
 """
 
 from __future__ import annotations
@@ -22,14 +26,25 @@ class RoutedStore:
     (the runtime opens every assigned partition before processing it).
     """
 
-    __slots__ = ("_current", "store")
+    __slots__ = ("_current", "_touched", "store")
 
-    def __init__(self, store: ChangelogStore, current_partition: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        store: ChangelogStore,
+        current_partition: Callable[[], int],
+        touched: list[PartitionTransaction] | None = None,
+    ) -> None:
         self.store = store
         self._current = current_partition
+        self._touched = touched
 
     def transaction(self) -> PartitionTransaction:
-        return self.store.partition(self._current()).transaction()
+        tx = self.store.partition(self._current()).transaction()
+        touched = self._touched
+        if touched is not None and tx.undo is None:
+            tx.savepoint()
+            touched.append(tx)
+        return tx
 
     def get(
         self, key: bytes | str, default: bytes | None = None, *, now: float | None = None

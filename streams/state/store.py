@@ -66,6 +66,7 @@ from streams.state.checkpoint import (
 )
 from streams.state.errors import ChangelogWriteError, StateError, StoreClosedError
 from streams.state.recovery import (
+    MakeConsumer,
     RestoreProgress,
     RestoreResult,
     restore_consumer,
@@ -226,8 +227,10 @@ class ChangelogStore:
     """A named, changelog-backed store of an app (implements ``Store``).
 
     ``consumer_config`` is the client config used for restores (``bootstrap.servers`` and
-    any security settings). ``state_dir`` is where a persistent backend keeps its files:
-    ``<state_dir>/<app>/<store>/<partition>/``. ``source_topic`` tags changelog records.
+    any security settings); ``make_consumer`` builds a consumer from a config (default:
+    ``confluent_kafka.Consumer``; the test driver's are in memory). ``state_dir`` is where
+    a persistent backend keeps its files: ``<state_dir>/<app>/<store>/<partition>/``.
+    ``source_topic`` tags changelog records.
     """
 
     def __init__(
@@ -237,6 +240,7 @@ class ChangelogStore:
         backend: Backend,
         *,
         consumer_config: Mapping[str, Any],
+        make_consumer: MakeConsumer | None = None,
         state_dir: Path | str | None = None,
         source_topic: str | None = None,
         clock: Clock = time.time,
@@ -251,6 +255,7 @@ class ChangelogStore:
         self.changelog_topic = changelog_topic(app, name)
         self.backend = backend
         self.consumer_config = dict(consumer_config)
+        self.make_consumer = make_consumer
         self.state_dir = Path(state_dir) if state_dir is not None else Path(".streams-memory")
         self.source_topic = source_topic
         self.clock = clock
@@ -369,7 +374,7 @@ class ChangelogStore:
         checkpoint: Checkpoint | None,
         committed_offset: int | None,
     ) -> _Restored:
-        consumer = restore_consumer(self.consumer_config)
+        consumer = restore_consumer(self.consumer_config, self.make_consumer)
         try:
             low, high = watermarks(consumer, self.changelog_topic, partition, self.timeout)
             start = low

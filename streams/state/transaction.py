@@ -3,6 +3,12 @@
 Writes land in a dict (key -> entry or ``None`` for a delete) and shadow the local storage
 for later reads; the last write of a key wins, so a flush writes each key once. Nothing
 here does I/O except the reads that fall through to the local storage.
+
+A savepoint scopes the writes of one processing attempt: after ``savepoint()``, the first
+write of each key remembers what it replaced, so ``rollback()`` puts the transaction back
+as it was (a failed attempt changes no store: its retry must not find, say, its own id
+already marked seen by dedup); ``release()`` keeps the writes. One dict lookup per write
+while a savepoint is open, nothing otherwise.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ def to_ms(seconds: float) -> int:
     return int(seconds * 1000)
 
 
+_ABSENT = Entry(b"", -1)  # what a savepoint remembers for a key the updates did not hold
+
+
 class PartitionTransaction:
     """Implements :class:`streams.state.base.Transaction` over one :class:`LocalStorage`."""
 
@@ -32,6 +41,31 @@ class PartitionTransaction:
         self._clock = clock
         self.updates: dict[bytes, Entry | None] = {}
         self.frozen = False  # set by a flush until apply/abort: no writes in between
+        self.undo: dict[bytes, Entry | None] | None = None  # open savepoint: replaced values
+
+    def savepoint(self) -> None:
+        """Start remembering what each write replaces (see the module docstring)."""
+        self.undo = {}
+
+    def rollback(self) -> None:
+        """Undo every write since ``savepoint()``, and close it."""
+        undo, self.undo = self.undo, None
+        updates = self.updates
+        for key, old in (undo or {}).items():
+            if old is _ABSENT:
+                updates.pop(key, None)
+            else:
+                updates[key] = old
+
+    def release(self) -> None:
+        """Close the savepoint, keeping its writes."""
+        self.undo = None
+
+    def _write(self, key: bytes, entry: Entry | None) -> None:
+        undo = self.undo
+        if undo is not None and key not in undo:
+            undo[key] = self.updates.get(key, _ABSENT)
+        self.updates[key] = entry
 
     def _now_ms(self, now: float | None) -> int:
         return to_ms(self._clock() if now is None else now)
@@ -68,11 +102,11 @@ class PartitionTransaction:
             raise ValueError(f"ttl must be positive seconds, got {ttl!r}")
         else:
             expires = self._now_ms(now) + max(to_ms(ttl), 1)
-        self.updates[as_key(key)] = Entry(value, expires)
+        self._write(as_key(key), Entry(value, expires))
 
     def delete(self, key: bytes | str) -> None:
         self._check_writable()
-        self.updates[as_key(key)] = None
+        self._write(as_key(key), None)
 
     def _check_writable(self) -> None:
         if self.frozen:

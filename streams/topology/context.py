@@ -1,7 +1,7 @@
 """What a processor sees besides the envelope: the current record's metadata, ``forward``.
 
 One context object exists per processor node for the life of a run (no per-record
-allocation); ``record`` is built lazily from the message being processed, so a processor
+allocation); ``record`` is built lazily from the record being processed, so a processor
 that never asks for it pays nothing.
 """
 
@@ -15,17 +15,6 @@ from streams.envelope import Envelope
 from streams.topology.errors import TopologyError
 
 
-class MessageLike(Protocol):
-    """The part of ``confluent_kafka.Message`` the runtime and the test driver share."""
-
-    def topic(self) -> str | None: ...
-    def partition(self) -> int | None: ...
-    def offset(self) -> int | None: ...
-    def timestamp(self) -> tuple[int, int]: ...
-    def key(self) -> Any: ...  # bytes | None (the stubs of confluent-kafka say more)
-    def headers(self) -> Any: ...  # list[tuple[str, bytes | None]] | None
-
-
 @dataclass(frozen=True, slots=True)
 class RecordMeta:
     """Where the record being processed came from."""
@@ -37,25 +26,21 @@ class RecordMeta:
     key: bytes | None
     headers: Sequence[tuple[str, bytes | None]]
 
-    @classmethod
-    def from_message(cls, msg: MessageLike) -> RecordMeta:
-        return cls(
-            topic=msg.topic() or "",
-            partition=msg.partition() or 0,
-            offset=msg.offset() or 0,
-            timestamp_ms=msg.timestamp()[1],
-            key=msg.key(),
-            headers=tuple(msg.headers() or ()),
-        )
+
+class CurrentRecord(Protocol):
+    """What a plan's executor says of the record being processed (``pipeline.Record``)."""
+
+    @property
+    def meta(self) -> RecordMeta: ...
 
 
 class Current:
-    """The message being processed, shared by every context of one executing plan."""
+    """The record being processed, shared by every context of one executing plan."""
 
-    __slots__ = ("message",)
+    __slots__ = ("record",)
 
     def __init__(self) -> None:
-        self.message: MessageLike | None = None
+        self.record: Any = None  # a CurrentRecord while a record is processed
 
 
 class ProcessorContext:
@@ -110,10 +95,10 @@ class ProcessorContext:
     @property
     def record(self) -> RecordMeta:
         """Metadata of the input record being processed. Raises outside of processing."""
-        msg = self._current.message
-        if msg is None:
+        record: CurrentRecord | None = self._current.record
+        if record is None:
             raise TopologyError("no record is being processed")
-        return RecordMeta.from_message(msg)
+        return record.meta
 
     def store(self, name: str) -> Any:
         """The state store ``name`` of this topology."""

@@ -1,10 +1,11 @@
 """The executable form of a topology: each node compiled into a small closure.
 
-Both executors (the native runtime and the test driver) build a ``Plan`` and feed it one
-decoded envelope at a time, in offset order per partition, after setting
-``plan.current.message``. Everything runs synchronously on the caller's thread: when
-``run`` returns, every sink the record reaches has been handed its envelope through
-``emit`` (in the order the steps produced them). Nothing here touches Kafka.
+The record path (``streams.pipeline.execute``, which the runtime and the test driver
+share) builds a ``Plan`` and feeds it one decoded envelope at a time, in offset order per
+partition, after setting ``plan.current.record``. Everything runs synchronously on the
+caller's thread: when ``entries[topic](envelope)`` returns, every sink the record reaches
+has been handed its envelope through ``emit`` (in the order the steps produced them).
+Nothing here touches Kafka.
 
 State: ``stores`` maps each declared store name to the object processors get from
 ``ctx.store(name)`` (a ``streams.state.RoutedStore``: the current record's partition);
@@ -45,7 +46,7 @@ def _noop(_env: Envelope) -> None:
 
 class Plan:
     """Compiled nodes of ``topology`` for one run. ``emit(sink, topic, envelope)`` receives
-    every output. ``entry(topic)`` gives the function that runs one envelope read from
+    every output. ``entries[topic]`` is the function that runs one envelope read from
     ``topic``; ``close()`` closes class processors."""
 
     def __init__(
@@ -71,9 +72,6 @@ class Plan:
             topic = topology.topic(src.topic)
             self.sources[topic] = src
             self.entries[topic] = self._compile(src.name)
-
-    def entry(self, topic: str) -> Run:
-        return self.entries[topic]
 
     @property
     def duplicates(self) -> int:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.runtime.offsets import PartitionOffsets
+from streams.pipeline.offsets import PartitionOffsets
 
 
 @st.composite

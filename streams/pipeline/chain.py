@@ -1,0 +1,98 @@
+"""The record path assembled from a topology, once: which steps, in which order.
+
+::
+
+    [intake steps] → WaitForDue → Track → failure policy (Attempt: decode → plan) → Produce → Commit
+                     (routing)              StopOrSkip | RetryOrDeadLetter
+
+- ``intake``: steps a caller puts first (``streams replay --through`` drops records past
+  the replayed range before they are tracked).
+- ``WaitForDue`` only when the topology routes failures (a retry policy on it or a step).
+- the failure policy is ``RetryOrDeadLetter`` with routing, else ``StopOrSkip``.
+
+The runtime builds it with confluent-kafka clients, the ``TestDriver`` with in-memory
+ones: both run these same steps. ``build_chain`` does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from streams.codec import Codec
+from streams.failures.handler import FailureHandler
+from streams.failures.retry_consumer import PartitionControl
+from streams.logs import Logger
+from streams.pipeline.commit import Commit, Committer
+from streams.pipeline.execute import Attempt
+from streams.pipeline.failure import OnSkip, RetryOrDeadLetter, StopOrSkip, failure_topics
+from streams.pipeline.gate import WaitForDue
+from streams.pipeline.offsets import Partitions, Track
+from streams.pipeline.produce import OutputSink, Produce
+from streams.pipeline.stats import Stats
+from streams.pipeline.step import Step
+from streams.state import StateManager
+from streams.topology.topology import Topology
+
+Intake = Callable[[Step], Step]
+"""Makes a step placed before the chain's own, given the step to hand records to."""
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """The assembled chain: ``head`` takes every consumed record; ``attempt`` runs the plan
+    (its dedup counters); ``gate`` is set when routing (its poll timeout); ``topics`` is
+    what the consumer subscribes to (inputs, and their retry tiers when routing)."""
+
+    head: Step
+    attempt: Attempt
+    gate: WaitForDue | None
+    topics: list[str]
+
+
+def build_chain(
+    topology: Topology,
+    *,
+    codec: Codec,
+    state: StateManager | None,
+    handler: FailureHandler | None,
+    sink: OutputSink,
+    partitions: Partitions,
+    committer: Committer,
+    consumer: PartitionControl,
+    stats: Stats,
+    log: Logger,
+    clock: Callable[[], float],
+    commit_interval_s: float,
+    on_skip: OnSkip | None = None,
+    intake: Sequence[Intake] = (),
+) -> Chain:
+    """The chain for ``topology`` (see the module docstring). ``handler`` (from
+    ``failure_handler``, which adds the waiting rooms to ``state``) when it routes
+    failures; ``clock``: seconds since the epoch (dedup windows, retry due times)."""
+    attempt = Attempt(topology, codec, state, clock)
+    step: Step = Produce(Commit(committer, commit_interval_s), sink, stats)
+    topics = list(topology.topics_read)
+    gate: WaitForDue | None = None
+    if handler is not None:
+        step = RetryOrDeadLetter(
+            step,
+            attempt,
+            handler=handler,
+            sink=sink,
+            topology=topology,
+            stats=stats,
+            clock=clock,
+        )
+        step = Track(step, partitions, stats)
+        tiers = [t for topics_of in failure_topics(topology) for t in topics_of.retries]
+        step = gate = WaitForDue(step, consumer=consumer, retry_topics=tiers, clock=clock)
+        topics += tiers
+    else:
+        step = StopOrSkip(
+            step, attempt, default=topology.on_error, stats=stats, log=log, on_skip=on_skip
+        )
+        step = Track(step, partitions, stats)
+    for wrap in reversed(intake):
+        step = wrap(step)
+    return Chain(step, attempt, gate, topics)

@@ -1,0 +1,87 @@
+"""Committing: the ``Committer`` contract and ``Commit``, the chain's last step.
+
+A record that reaches ``Commit`` is processed: its processing token is released, so its
+offset commits once every write it caused is acknowledged (``streams.pipeline.offsets``).
+``Commit.poll`` asks the committer for a commit every ``interval_s`` (0: every poll).
+
+A committer owns what a commit makes durable, and when. The runtime has three, one per
+guarantee and state (``streams.runtime.commit``): offsets (at-least-once, no state),
+checkpoint (at-least-once with stores: changelog, then offsets, then local stores) and
+transaction (exactly-once: outputs, changelog and offsets in one transaction). The runtime
+calls the rebalance and lifecycle methods; every method runs on the runtime's thread and
+may block on the broker. ``BrokerUnavailable`` from any of them starts recovery, which
+ends with ``recover()``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from streams.pipeline.record import Record
+from streams.pipeline.step import TP
+
+
+class Committer(Protocol):
+    def start(self) -> None:
+        """Before subscribing: create or check what commits need (changelog topics), and
+        with exactly-once open the first transaction."""
+
+    def assigned(self, partitions: Sequence[TP]) -> None:
+        """New partitions, already in ``Partitions``: restore their stores (blocks)."""
+
+    def revoked(self, partitions: Sequence[TP]) -> None:
+        """Partitions leaving: commit their finished work, then close their stores."""
+
+    def lost(self, partitions: Sequence[TP]) -> None:
+        """Partitions already someone else's: commit nothing of theirs."""
+
+    def commit(self) -> None:
+        """Commit the finished work of every partition (periodic)."""
+
+    def finish(self, failure: BaseException | None) -> None:
+        """At shutdown: a last commit, or with ``failure`` nothing uncommittable."""
+
+    def recover(self) -> None:
+        """After an outage, once the broker answers: undo everything since the last commit
+        and rewind every partition to its committed offset."""
+
+    def close(self) -> None:
+        """After the consumer closed: release what is left (an open transaction is
+        aborted). The stores close with the instance's state, after this."""
+
+
+class Commit:
+    """The last step: releases each record's processing token; commits on schedule."""
+
+    __slots__ = ("_clock", "_committer", "_interval", "_last")
+
+    def __init__(
+        self,
+        committer: Committer,
+        interval_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._committer = committer
+        self._interval = interval_s
+        self._clock = clock
+        self._last = clock()
+
+    def submit(self, record: Record) -> None:
+        record.entry.release()
+
+    def poll(self) -> None:
+        now = self._clock()
+        if now - self._last >= self._interval:
+            self._committer.commit()
+            self._last = now
+
+    def revoked(self, partitions: Sequence[TP]) -> None:
+        return None
+
+    def join(self, timeout: float) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,117 @@
+"""One processing attempt: decode the record, run the plan, keep what it wrote.
+
+``Attempt(record)`` decodes the record as its input topic's source declares and runs the
+plan on the envelope, synchronously, on the caller's thread. Processors see the record
+(``ctx.record``) and the stores of its input partition (``ctx.store``, dedup). The attempt
+is atomic:
+
+- success: returns None; ``record.outputs`` holds every output the sinks were handed, in
+  the order the steps produced them, encoded; the stores keep their writes.
+- failure: returns an ``AttemptFailure`` (where: ``decode`` or the step's name; the
+  error; the step's own error policy); no output is kept and every store write of the
+  attempt is rolled back, so a skipped, retried or dead-lettered record leaves no trace.
+
+Raises only what is not a record's failure (a broken codec, ``StoreClosedError`` for a
+partition that is not open).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from streams.codec import Codec, DecodeError
+from streams.envelope import Envelope
+from streams.failures.headers import Stage
+from streams.pipeline.decode import Decode
+from streams.pipeline.record import Output, Record
+from streams.state import StateManager
+from streams.state.transaction import PartitionTransaction
+from streams.topology.nodes import SinkNode
+from streams.topology.plan import Plan
+from streams.topology.policy import ErrorPolicy, StepFailed
+from streams.topology.topology import Topology
+
+
+class AttemptFailure(NamedTuple):
+    """Why an attempt failed: the stage, the step (``decode`` when decoding failed), the
+    error, and the failed step's own error policy (None: the topology's)."""
+
+    stage: Stage
+    step: str
+    error: BaseException
+    policy: ErrorPolicy | None
+
+
+class Attempt:
+    """Decodes and processes one record at a time (see the module docstring)."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        codec: Codec,
+        state: StateManager | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self._codec = codec
+        self._outputs: list[Output] = []
+        self._touched: list[PartitionTransaction] = []
+        routed = {}
+        if state is not None:
+            partition = self._partition
+            routed = {n: state.routed(n, partition, self._touched) for n in topology.stores}
+        self.plan = Plan(topology, self._emit, routed, clock=clock)
+        self._decode = Decode(codec, self.plan.sources)
+
+    def _partition(self) -> int:
+        record: Record | None = self.plan.current.record
+        if record is None:
+            raise RuntimeError("a state store was used outside of processing a record")
+        return record.source_partition
+
+    def _emit(self, _sink: SinkNode, topic: str, env: Envelope) -> None:
+        value, headers = self._codec.encode(env)
+        key = env.key.encode() if env.key is not None else None
+        self._outputs.append((topic, key, value, headers))
+
+    def __call__(self, record: Record) -> AttemptFailure | None:
+        try:
+            env = self._decode(record)
+        except DecodeError as exc:
+            return AttemptFailure(Stage.DECODE, "decode", exc, None)
+        plan, touched = self.plan, self._touched
+        plan.current.record = record
+        try:
+            plan.entries[record.source_topic](env)
+        except StepFailed as exc:
+            self._undo()
+            return AttemptFailure(Stage.PROCESS, exc.step, exc.error, exc.policy)
+        except BaseException:
+            self._undo()
+            raise
+        finally:
+            plan.current.record = None
+        if touched:
+            for tx in touched:
+                tx.release()
+            touched.clear()
+        outputs = self._outputs
+        if outputs:
+            record.outputs = outputs
+            self._outputs = []
+        return None
+
+    def _undo(self) -> None:
+        self._outputs.clear()
+        for tx in self._touched:
+            tx.rollback()
+        self._touched.clear()
+
+    @property
+    def duplicates(self) -> int:
+        """Records dropped by the plan's dedup steps so far."""
+        return self.plan.duplicates
+
+    def close(self) -> None:
+        """Close the plan's class processors."""
+        self.plan.close()

@@ -1,0 +1,207 @@
+"""The failure policy: the step around each processing attempt, two ways.
+
+Chosen once from the topology (``streams.pipeline.chain``):
+
+- ``StopOrSkip``, without a retry policy: a record whose attempt fails is handled as its
+  error policy says (the failed step's own ``on_error``, else the topology's, else
+  ``fail``). SKIP: counted, one WARNING, then passed on with nothing written, so its
+  offset commits. FAIL: one ERROR line with the traceback, then ``ProcessingError`` is
+  raised: the record is never committed (the runtime stops; the driver raises it).
+- ``RetryOrDeadLetter``, with a retry policy on the topology or a step: every record is
+  first admitted by the ``FailureHandler`` (process it, park it behind its key's record
+  in a retry tier, or skip a stale copy); a failed attempt is written to its retry tier
+  or the DLQ (``Route``) under the record's entry; a record that settles releases the next
+  record parked behind it, which is processed at once under the same entry. Parked and
+  stale records are passed on with nothing written: their offset commits once the
+  waiting room's change is durable (the committer flushes stores before offsets).
+
+Either way an attempt is atomic (``streams.pipeline.execute``): a failed one writes
+nothing and changes no store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+
+from streams.failures.handler import Decision, FailureHandler
+from streams.failures.headers import Stage
+from streams.failures.parked import ParkedRecord, TransactionWaitingStore
+from streams.failures.policy import RetryPolicy
+from streams.failures.topics import FailureTopics
+from streams.failures.waiting import waiting_store_name
+from streams.logs import Logger
+from streams.pipeline.execute import Attempt, AttemptFailure
+from streams.pipeline.produce import OutputSink
+from streams.pipeline.record import Record
+from streams.pipeline.stats import Stats
+from streams.pipeline.step import TP, Forward, Step
+from streams.state import MemoryBackend, StateManager
+from streams.topology.policy import (
+    ErrorAction,
+    ErrorPolicy,
+    ProcessingError,
+    ProcessingFailure,
+    fail,
+)
+from streams.topology.topology import Topology
+
+OnSkip = Callable[[ProcessingFailure], None]
+
+
+def _failure(record: Record, failed: AttemptFailure) -> ProcessingFailure:
+    return ProcessingFailure(failed.step, failed.error, record.meta, record.envelope)
+
+
+class StopOrSkip(Forward):
+    """Applies the error policy to failed attempts (see the module docstring)."""
+
+    __slots__ = ("_attempt", "_default", "_log", "_on_skip", "_stats")
+
+    def __init__(
+        self,
+        next: Step,
+        attempt: Attempt,
+        *,
+        default: ErrorPolicy | None,
+        stats: Stats,
+        log: Logger,
+        on_skip: OnSkip | None = None,
+    ) -> None:
+        super().__init__(next)
+        self._attempt = attempt
+        self._default = default or fail
+        self._stats = stats
+        self._log = log
+        self._on_skip = on_skip
+
+    def submit(self, record: Record) -> None:
+        failed = self._attempt(record)
+        if failed is not None:
+            self._failed(record, failed)
+        self.next.submit(record)
+
+    def _failed(self, record: Record, failed: AttemptFailure) -> None:
+        failure = _failure(record, failed)
+        error = failed.error
+        log = self._log.bind(
+            topic=record.topic, partition=record.partition, offset=record.offset, step=failed.step
+        )
+        if (failed.policy or self._default)(failure) is ErrorAction.SKIP:
+            self._stats.skipped += 1
+            log.warning("record skipped", error=f"{type(error).__name__}: {error}")
+            if self._on_skip is not None:
+                self._on_skip(failure)
+            return
+        log.error("record failed", exc_info=error)
+        raise ProcessingError(failure) from error
+
+
+class RetryOrDeadLetter(Forward):
+    """Routes failed attempts to retry tiers and the DLQ, in order per key (see the module
+    docstring). ``clock``: seconds since the epoch, for due times."""
+
+    __slots__ = ("_attempt", "_clock", "_handler", "_sink", "_stats", "_topology")
+
+    def __init__(
+        self,
+        next: Step,
+        attempt: Attempt,
+        *,
+        handler: FailureHandler,
+        sink: OutputSink,
+        topology: Topology,
+        stats: Stats,
+        clock: Callable[[], float],
+    ) -> None:
+        super().__init__(next)
+        self._attempt = attempt
+        self._handler = handler
+        self._sink = sink
+        self._topology = topology
+        self._stats = stats
+        self._clock = clock
+
+    def submit(self, record: Record) -> None:
+        admission = self._handler.on_record(record)
+        if admission.decision is not Decision.PROCESS:
+            self.next.submit(record)
+            return
+        head = admission.record
+        current: Record | None = record
+        if isinstance(head, ParkedRecord):
+            # After a crash: its key's head, let out of the room but never finished, is
+            # processed in this copy's place.
+            self.next.submit(record)
+            current = Record.released(head, record.entry)
+        while current is not None:
+            current = self._process(current)
+
+    def _process(self, record: Record) -> Record | None:
+        """One attempt and its outcome; returns the next record of its key, if released."""
+        handler = self._handler
+        failed = self._attempt(record)
+        if failed is None:
+            released = handler.on_success(record)
+            if record.failure is not None:  # counted as recovered
+                self._stats.failures = handler.metrics.snapshot()
+        else:
+            policy = None
+            if failed.stage is Stage.PROCESS:
+                policy = self._topology.retry_for(failed.step)
+            now = datetime.fromtimestamp(self._clock(), UTC)
+            route, released = handler.on_failure(
+                record, failed.error, stage=failed.stage, step=failed.step, policy=policy, now=now
+            )
+            self._sink.send(
+                route.topic,
+                key=route.key,
+                value=route.value,
+                headers=route.headers,
+                partition=route.partition,
+                timestamp=route.timestamp,
+                entry=record.entry,
+            )
+            self._stats.failures = handler.metrics.snapshot()
+        self.next.submit(record)
+        return Record.released(released, record.entry) if released is not None else None
+
+    def revoked(self, partitions: Sequence[TP]) -> None:
+        self._handler.revoked(partitions)
+        self.next.revoked(partitions)
+
+
+# -- assembly: what failure routing needs before the chain is built ----------------------
+def widest_policy(topology: Topology) -> RetryPolicy | None:
+    """The policy with the most retry tiers among the topology's and its steps' (the
+    topics created and read must cover every step's tiers), or None when routing is off."""
+    policies = topology.retry_policies
+    return max(policies, key=lambda p: p.tiers) if policies else None
+
+
+def failure_topics(topology: Topology) -> list[FailureTopics]:
+    """The retry tiers and DLQ of each input (none when routing is off)."""
+    widest = widest_policy(topology)
+    if widest is None:
+        return []
+    return [FailureTopics.for_input(topology.app_id, t, widest) for t in topology.topics_read]
+
+
+def failure_handler(topology: Topology, state: StateManager) -> FailureHandler:
+    """The handler of a routing topology, its waiting rooms kept as stores of ``state``
+    (``<app>-<input>-waiting``, memory backend, changelog-backed like any store: restored
+    on assignment, made durable at each commit)."""
+    widest = widest_policy(topology)
+    if widest is None:
+        raise ValueError(f"topology {topology.app_id!r} has no retry policy")
+    stores = {
+        topic: state.add_store(waiting_store_name(topic), MemoryBackend(), source_topic=topic)
+        for topic in topology.topics_read
+    }
+
+    def room_store(topic: str, partition: int) -> TransactionWaitingStore:
+        store = stores[topic]
+        return TransactionWaitingStore(lambda: store.partition(partition).transaction())
+
+    policy = topology.retry or widest.no_retries()
+    return FailureHandler(topology.app_id, policy, store_for=room_store)

@@ -1,0 +1,146 @@
+"""A consumed record on its way through the chain: built once, read by every step.
+
+The runtime's loop makes one ``Record`` per message it takes from the consumer
+(``Record.of``); no step calls the message again. A record carries:
+
+- where it was read (``topic``, ``partition``, ``offset``) and, as consumed, its
+  ``timestamp`` (ms, None when the broker gave none), ``key``, ``value`` and ``headers``;
+- ``failure``: for a record read from a retry tier, its error headers, parsed once by the
+  retry gate (which then leaves ``headers`` without them: what decoding and processors
+  see); None for a record read from an input topic;
+- ``entry``: its in-flight entry, set by ``Track``; it holds the partition's commit back
+  until the record and every write it caused are done;
+- ``envelope``: the decoded envelope, once decoded; ``outputs``: what the plan wrote for
+  it, sent by ``Produce`` only once the attempt succeeded.
+
+``source_topic``/``source_partition`` name the *input* partition a record belongs to (a
+retry copy's origin): its stores and its waiting room are that partition's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from streams.failures.headers import FailureInfo, Header, Headers, SourcePosition
+from streams.topology.context import RecordMeta
+
+if TYPE_CHECKING:
+    from streams.envelope import Envelope
+    from streams.failures.parked import ParkedRecord
+    from streams.pipeline.offsets import InFlight
+
+Output = tuple[str, bytes | None, bytes, list[tuple[str, bytes]]]
+"""A write the plan made: topic, key, value, headers (partitioned by key)."""
+
+_NO_HEADERS: tuple[Header, ...] = ()
+_NO_OUTPUTS: tuple[Output, ...] = ()
+
+
+class Record:
+    """One record in the chain (see the module docstring). Not thread-safe."""
+
+    __slots__ = (
+        "entry",
+        "envelope",
+        "failure",
+        "headers",
+        "key",
+        "offset",
+        "outputs",
+        "partition",
+        "timestamp",
+        "topic",
+        "value",
+    )
+
+    def __init__(  # noqa: PLR0917 - positional: made once per consumed record
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers,
+        failure: FailureInfo | None = None,
+        entry: InFlight | None = None,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.failure = failure
+        self.entry: InFlight = entry  # type: ignore[assignment]  # Track sets it first thing
+        self.envelope: Envelope | None = None
+        self.outputs: list[Output] | tuple[Output, ...] = _NO_OUTPUTS
+
+    @classmethod
+    def of(cls, message: Any) -> Record:
+        """The record of a consumed ``confluent_kafka.Message`` (without error)."""
+        kind, ms = message.timestamp()
+        return cls(
+            message.topic(),
+            message.partition(),
+            message.offset(),
+            ms if kind else None,
+            message.key(),
+            message.value(),
+            message.headers() or _NO_HEADERS,
+        )
+
+    @classmethod
+    def released(cls, parked: ParkedRecord, entry: InFlight) -> Record:
+        """A record let out of its key's waiting room, processed under ``entry`` (the
+        record that released it: one more token on it, so its offset waits for this one)."""
+        entry.hold()
+        position = parked.position
+        return cls(
+            position.topic,
+            position.partition,
+            position.offset,
+            parked.timestamp,
+            parked.key,
+            parked.value,
+            parked.headers,
+            parked.failure,
+            entry,
+        )
+
+    # -- what failure routing reads (``streams.failures.handler.RecordLike``) ----------------
+    @property
+    def position(self) -> SourcePosition:
+        """Where it was read (a retry tier's partition for a retry copy)."""
+        return SourcePosition(self.topic, self.partition, self.offset)
+
+    @property
+    def origin(self) -> SourcePosition:
+        """Where it was first read in its input topic."""
+        return self.failure.origin if self.failure is not None else self.position
+
+    @property
+    def source_topic(self) -> str:
+        return self.failure.origin.topic if self.failure is not None else self.topic
+
+    @property
+    def source_partition(self) -> int:
+        return self.failure.origin.partition if self.failure is not None else self.partition
+
+    # -- what processors read (``ctx.record``) ---------------------------------------------
+    @property
+    def meta(self) -> RecordMeta:
+        """Its input position, timestamp, key and headers, as processors see them."""
+        origin = self.origin
+        return RecordMeta(
+            topic=origin.topic,
+            partition=origin.partition,
+            offset=origin.offset,
+            timestamp_ms=self.timestamp if self.timestamp is not None else -1,
+            key=self.key,
+            headers=tuple(self.headers),
+        )
+
+    def __repr__(self) -> str:
+        return f"Record({self.topic}[{self.partition}]@{self.offset})"

@@ -1,0 +1,22 @@
+"""Counters of one instance, kept by the steps that see what they count. Never per-record
+logging: the runtime shows them in a status line and a periodic log line."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Stats:
+    consumed: int = 0  # records tracked (``Track``)
+    produced: int = 0  # outputs sent (``Produce``)
+    skipped: int = 0  # records a SKIP error policy let go
+    partitions: int = 0
+    lag: int | None = None
+    rebalances: int = 0
+    duplicates: int = 0  # records dropped by dedup steps
+    # Failure routing counters (retried, recovered, dead_lettered, dlq_depth, by_error).
+    failures: dict[str, Any] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)

@@ -1,0 +1,42 @@
+"""Where the runtime's Kafka clients come from: one factory, injected.
+
+The runtime never constructs a client itself: it asks its ``Clients`` for a consumer, a
+producer (again, after an outage) and an admin client. ``KafkaClients`` makes
+confluent-kafka ones; the ``TestDriver`` passes in-memory ones
+(``streams.testing.memory``), so the driver runs the runtime's own code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from confluent_kafka import Consumer, Producer
+
+from streams.admin import admin_client
+
+
+class Clients(Protocol):
+    def consumer(self, config: dict[str, Any]) -> Any:
+        """A consumer with librdkafka's ``config``."""
+
+    def producer(self, config: dict[str, Any]) -> Any:
+        """A producer with librdkafka's ``config``."""
+
+    def admin(self) -> Any:
+        """The admin client of the cluster (shared; never closed by the runtime)."""
+
+
+class KafkaClients:
+    """confluent-kafka clients of the cluster at ``bootstrap``."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+
+    def consumer(self, config: dict[str, Any]) -> Any:
+        return Consumer(config)
+
+    def producer(self, config: dict[str, Any]) -> Any:
+        return Producer(config)
+
+    def admin(self) -> Any:
+        return admin_client(self.bootstrap)

@@ -1,0 +1,162 @@
+"""At-least-once with stores: every commit is a checkpoint.
+
+A checkpoint (every commit interval, on revoke, at shutdown) runs in this order, each
+step blocking until done: outputs flushed and acknowledged; each finished partition's
+store changes produced to its changelog, tagged with the input position they reflect
+(``streams.runtime.commit.positions``), and acknowledged; the input offsets committed
+synchronously; then the changes applied to the local stores. A crash anywhere leaves the
+local stores never ahead of the committed input, and the changelog tags let a restore
+skip what a crash left uncommitted.
+
+A changelog write that fails raises ``ChangelogWriteError``: nothing of that checkpoint
+is committed, the changes are dropped and no stateful commit happens again in this run
+(the runtime stops; a restart restores from the changelog).
+
+Assignment restores the stores of the new partitions up to their committed offsets
+before any of their records is processed (blocks for the restores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from enum import Enum
+from typing import Any
+
+from confluent_kafka import KafkaException
+
+from streams.logs import Logger
+from streams.pipeline.offsets import PartitionOffsets, Partitions
+from streams.pipeline.produce import OutputSink
+from streams.pipeline.step import TP
+from streams.runtime.commit.positions import (
+    finished_positions,
+    mark_committed,
+    moved_offsets,
+    settle_outputs,
+)
+from streams.runtime.errors import MissingTopicError
+from streams.state import StateError, StateManager
+
+
+class Phase(Enum):
+    RUNNING = "running"
+    BROKEN = "broken"  # a checkpoint's changelog write failed: nothing stateful commits
+    STOPPED = "stopped"  # finished: the revoke that closing the consumer causes is a no-op
+
+
+class CheckpointCommitter:
+    """Implements ``streams.pipeline.commit.Committer`` for at-least-once with stores."""
+
+    def __init__(
+        self,
+        *,
+        consumer: Any,
+        admin: Any,
+        sink: OutputSink,
+        make_producer: Callable[[], Any],
+        partitions: Partitions,
+        state: StateManager,
+        timeout: float,
+        log: Logger,
+    ) -> None:
+        self._consumer = consumer
+        self._admin = admin
+        self._sink = sink
+        self._make_producer = make_producer
+        self._partitions = partitions
+        self._state = state
+        self._timeout = timeout
+        self._log = log
+        self._phase = Phase.RUNNING
+        self.commits = 0
+
+    def start(self) -> None:
+        """Create or validate every changelog (``ChangelogTopicError`` when one cannot back
+        its store: nothing is processed)."""
+        ensure_changelogs(self._admin, self._state)
+
+    def assigned(self, partitions: Sequence[TP]) -> None:
+        restore(self._partitions, self._state, partitions)
+
+    def revoked(self, partitions: Sequence[TP]) -> None:
+        if self._phase is Phase.RUNNING:
+            self._checkpoint(self._partitions.of(partitions))
+        for topic, partition in partitions:
+            self._state.revoke(topic, partition, keep=True)
+
+    def lost(self, partitions: Sequence[TP]) -> None:
+        for topic, partition in partitions:
+            self._state.revoke(topic, partition, keep=True)
+
+    def commit(self) -> None:
+        if self._phase is Phase.RUNNING:
+            self._checkpoint(self._partitions.values())
+
+    def finish(self, failure: BaseException | None) -> None:
+        try:
+            self.commit()  # a failed record's partition is left out by itself
+        finally:
+            self._phase = Phase.STOPPED
+
+    def recover(self) -> None:
+        # Settle every queued write first, so none fails after the rewind.
+        self._sink.flush(self._timeout)
+        if self._sink.fatal:
+            self._sink.replace_producer(self._make_producer)
+        self._sink.reset()
+        self._state.abort()
+        self._partitions.rewind_to_committed()
+
+    def close(self) -> None:
+        return None  # the stores close with the instance's state
+
+    def _checkpoint(self, partitions: list[PartitionOffsets]) -> None:
+        settle_outputs(self._sink, self._timeout, self._log)
+        positions = finished_positions(partitions, self._state)
+        if not positions:
+            return
+        state = self._state
+        try:
+            if state.flush(self._sink.producer, positions):
+                self._sink.flush(self._timeout)
+            state.check_delivered()
+        except StateError:
+            self._phase = Phase.BROKEN
+            state.abort()
+            raise
+        offsets = moved_offsets(partitions, positions)
+        if offsets:
+            try:
+                self._consumer.commit(offsets=offsets, asynchronous=False)
+            except KafkaException as exc:
+                # The records are not read again in this run, so their changes still apply
+                # (a crash now rebuilds the store from the changelog: never ahead of input).
+                self._log.warning("commit failed", error=exc.args[0].str())
+            else:
+                mark_committed(partitions, offsets)
+        state.apply()
+        self.commits += 1
+
+
+def ensure_changelogs(admin: Any, state: StateManager) -> None:
+    """Create or validate the changelog of every store, partitioned like its source."""
+    topics = {store.source_topic or "" for store in state.stores.values()}
+    state.ensure_changelogs(admin, {t: _partition_count(admin, t) for t in topics})
+
+
+def restore(partitions: Partitions, state: StateManager, keys: Sequence[TP]) -> None:
+    """Read the committed offsets of newly assigned partitions, then restore their stores
+    up to them (blocks for the restores)."""
+    fed = {store.source_topic for store in state.stores.values()}
+    for (topic, partition), offset in partitions.load_committed(keys).items():
+        if topic in fed:
+            state.assign(topic, partition, offset)
+
+
+def _partition_count(admin: Any, topic: str) -> int:
+    meta = admin.list_topics(topic=topic, timeout=30).topics.get(topic)
+    if meta is None or meta.error is not None:
+        raise MissingTopicError(
+            f"topic {topic!r}, which a state store is partitioned like, does not exist"
+        )
+    return len(meta.partitions)

@@ -1,0 +1,100 @@
+"""At-least-once without state: commit the offsets of finished records.
+
+Every commit interval, the offset past each partition's finished prefix is committed
+asynchronously (a lost asynchronous commit only means records read again). On revoke and
+at shutdown the outputs are flushed first and the offsets committed synchronously, sent
+again even if sent before. A failed record is never committed: its partition's prefix
+stops before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from streams.logs import Logger
+from streams.pipeline.offsets import PartitionOffsets, Partitions
+from streams.pipeline.produce import OutputSink
+from streams.pipeline.step import TP
+from streams.runtime.commit.positions import settle_outputs
+
+
+class OffsetCommitter:
+    """Implements ``streams.pipeline.commit.Committer`` for stateless at-least-once."""
+
+    def __init__(
+        self,
+        *,
+        consumer: Any,
+        sink: OutputSink,
+        make_producer: Callable[[], Any],
+        partitions: Partitions,
+        timeout: float,
+        log: Logger,
+    ) -> None:
+        self._consumer = consumer
+        self._sink = sink
+        self._make_producer = make_producer
+        self._partitions = partitions
+        self._timeout = timeout
+        self._log = log
+
+    def start(self) -> None:
+        return None
+
+    def assigned(self, partitions: Sequence[TP]) -> None:
+        return None  # the consumer resumes at the committed offsets by itself
+
+    def revoked(self, partitions: Sequence[TP]) -> None:
+        self._final(self._partitions.of(partitions))
+
+    def lost(self, partitions: Sequence[TP]) -> None:
+        return None
+
+    def commit(self) -> None:
+        self._commit(self._partitions.values(), asynchronous=True)
+
+    def finish(self, failure: BaseException | None) -> None:
+        self._final(self._partitions.values())
+
+    def recover(self) -> None:
+        # Settle every write still queued first, so none of them fails after the rewind
+        # (which would start a second recovery for the same outage).
+        self._sink.flush(self._timeout)
+        if self._sink.fatal:
+            self._sink.replace_producer(self._make_producer)
+        self._sink.reset()
+        self._partitions.rewind_to_committed()
+
+    def close(self) -> None:
+        return None
+
+    def _final(self, partitions: list[PartitionOffsets]) -> None:
+        settle_outputs(self._sink, self._timeout, self._log)
+        self._commit(partitions, asynchronous=False, again=True)
+
+    def _commit(
+        self, partitions: list[PartitionOffsets], *, asynchronous: bool, again: bool = False
+    ) -> None:
+        """Commit each partition's finished prefix; ``again``: also offsets sent before
+        (an asynchronous commit may have failed unseen)."""
+        pending = []
+        for po in partitions:
+            nxt = po.committable() if again else po.pending_commit()
+            if nxt is not None:
+                pending.append((po, nxt))
+        if not pending:
+            return
+        offsets = [TopicPartition(po.topic, po.partition, nxt) for po, nxt in pending]
+        try:
+            self._consumer.commit(offsets=offsets, asynchronous=asynchronous)
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.code() != KafkaError._NO_OFFSET:
+                # Nothing is lost: uncommitted records are read again (at-least-once).
+                self._log.warning("commit failed", error=err.str())
+            return
+        for po, nxt in pending:
+            po.committed = nxt

@@ -1,0 +1,71 @@
+"""What a commit covers: the finished position of each partition, and the changelogs.
+
+Shared by the checkpoint and transaction committers. Only the stateless offsets
+committer does without: it has no store whose changes must go with an offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from confluent_kafka import TopicPartition
+
+from streams.logs import Logger
+from streams.pipeline.offsets import PartitionOffsets
+from streams.pipeline.produce import OutputSink
+from streams.pipeline.step import TP
+from streams.state import StateManager
+
+
+def settle_outputs(sink: OutputSink, timeout: float, log: Logger) -> None:
+    """Wait until every write is acknowledged (or ``timeout``): a commit covers only
+    acknowledged writes. Logs (never raises) when some are still outstanding: their
+    records stay unfinished and hold their partitions back."""
+    sink.poll()
+    left = sink.flush(timeout)
+    if left:
+        log.error("outputs not acknowledged in time", outstanding=left)
+
+
+def finished_positions(
+    partitions: Iterable[PartitionOffsets], state: StateManager | None
+) -> dict[TP, int]:
+    """The position to commit of each partition whose records are all done.
+
+    Past its last finished record; or, for a partition with store changes but no new
+    record (a record of a retry tier changed its waiting room), its committed offset, so
+    the changes are flushed with this commit. A partition with a record not finished (it
+    failed, or a write was not acknowledged) is left out whole: neither its state nor its
+    offset moves, so a restart reprocesses from a consistent point.
+    """
+    changed = state.changed() if state is not None else set()
+    positions: dict[TP, int] = {}
+    for po in partitions:
+        key = (po.topic, po.partition)
+        nxt = po.committable()
+        if po.in_flight:
+            continue
+        if nxt is None and key in changed:
+            nxt = po.committed
+        if nxt is not None:
+            positions[key] = nxt
+    return positions
+
+
+def moved_offsets(
+    partitions: Iterable[PartitionOffsets], positions: dict[TP, int]
+) -> list[TopicPartition]:
+    """The positions that differ from the committed offsets, as ``TopicPartition``s."""
+    return [
+        TopicPartition(po.topic, po.partition, positions[key])
+        for po in partitions
+        if (key := (po.topic, po.partition)) in positions and po.committed != positions[key]
+    ]
+
+
+def mark_committed(partitions: Iterable[PartitionOffsets], offsets: list[TopicPartition]) -> None:
+    committed = {(tp.topic, tp.partition): tp.offset for tp in offsets}
+    for po in partitions:
+        offset = committed.get((po.topic, po.partition))
+        if offset is not None:
+            po.committed = offset

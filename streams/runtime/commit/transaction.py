@@ -1,0 +1,324 @@
+"""Exactly-once: outputs, changelog records and input offsets commit in one transaction.
+
+One transactional producer per instance (``transactional.id`` = ``<app>-<instance slot>``),
+a transaction always open while running. A commit (every commit interval, on revoke, at
+shutdown) flushes the outputs, produces the store changes into the transaction, adds the
+input offsets (``send_offsets_to_transaction`` with the consumer's group metadata) and
+commits; then the changes are applied to the local stores and the next transaction opens.
+
+A transaction that must be aborted (an output or record that did not finish, a commit the
+broker refuses as abortable, partitions lost) is aborted: store changes are dropped and
+every partition is rewound to its committed offset (``Partitions.rewind_to_committed``),
+so what was processed since is processed again. A producer fenced by a newer instance
+with the same ``transactional.id`` raises ``ProducerFencedError``, another fatal error
+``TransactionError``: from then on nothing is committed or aborted. A broker outage raises
+``BrokerUnavailable`` instead of waiting in an abort; ``recover`` then starts over with a
+fresh producer, whose initialisation aborts the open transaction.
+
+The transaction's lifecycle is a ``TxnPhase``, checked at each transition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from enum import Enum
+from typing import Any, Protocol, cast
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from streams.logs import Logger
+from streams.pipeline.errors import (
+    FENCED,
+    BrokerUnavailable,
+    RuntimeFailure,
+    transient,
+    unavailable,
+)
+from streams.pipeline.offsets import Partitions
+from streams.pipeline.produce import OutputSink, Producer
+from streams.pipeline.step import TP
+from streams.runtime.commit.checkpoint import ensure_changelogs, restore
+from streams.runtime.commit.positions import (
+    finished_positions,
+    mark_committed,
+    moved_offsets,
+    settle_outputs,
+)
+from streams.state import StateManager
+
+
+class TransactionalProducer(Producer, Protocol):
+    """A producer with a ``transactional.id`` (``confluent_kafka.Producer`` is one)."""
+
+    def init_transactions(self, timeout: float, /) -> None: ...
+    def begin_transaction(self) -> None: ...
+    def send_offsets_to_transaction(
+        self, offsets: list[TopicPartition], group_metadata: Any, timeout: float, /
+    ) -> None: ...
+    def commit_transaction(self, timeout: float, /) -> None: ...
+    def abort_transaction(self, timeout: float, /) -> None: ...
+
+
+class ProducerFencedError(RuntimeFailure):
+    """Another instance with this instance's ``transactional.id`` took over."""
+
+
+class TransactionError(RuntimeFailure):
+    """A transaction could be neither committed nor aborted and rewound."""
+
+
+class TxnPhase(Enum):
+    IDLE = "idle"  # no transaction open: the next one may begin
+    OPEN = "open"
+    UNINITIALISED = "uninitialised"  # a new producer whose transactions are not initialised
+    DEAD = "dead"  # fenced or fatal: nothing is committed or aborted any more
+    STOPPED = "stopped"  # finished: the revoke that closing the consumer causes is a no-op
+
+
+class TransactionCommitter:
+    """Implements ``streams.pipeline.commit.Committer`` for exactly-once."""
+
+    def __init__(
+        self,
+        *,
+        consumer: Any,
+        admin: Any,
+        sink: OutputSink,
+        make_producer: Callable[[], Any],
+        partitions: Partitions,
+        state: StateManager | None,
+        transactional_id: str,
+        timeout: float,
+        log: Logger,
+    ) -> None:
+        self._consumer = consumer
+        self._admin = admin
+        self._sink = sink
+        self._make_producer = make_producer
+        self._partitions = partitions
+        self._state = state
+        self.transactional_id = transactional_id
+        self._timeout = timeout
+        self._log = log
+        self.phase = TxnPhase.IDLE
+        self._interrupted: BrokerUnavailable | None = None  # an outage met in a callback
+        self.commits = 0
+        self.aborts = 0
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        """Create or validate the changelogs, initialise the transactional producer (which
+        fences a crashed predecessor and aborts its open transaction), open the first
+        transaction. Blocks on the broker."""
+        if self._state is not None:
+            ensure_changelogs(self._admin, self._state)
+        try:
+            self._producer.init_transactions(self._timeout)
+        except KafkaException as exc:
+            raise self._fatal(exc, "initialising transactions") from exc
+        self._begin()
+
+    def finish(self, failure: BaseException | None) -> None:
+        """A last commit; after ``failure`` an abort, so nothing of the failed interval is
+        ever visible to read_committed readers."""
+        if not self._alive:
+            return
+        try:
+            if failure is None:
+                self._commit(reopen=False)
+            elif self.phase is TxnPhase.OPEN:
+                self._abort_quietly()
+        finally:
+            self.phase = TxnPhase.STOPPED
+
+    def close(self) -> None:
+        if self.phase is TxnPhase.OPEN:
+            self._abort_quietly()
+
+    @property
+    def _producer(self) -> TransactionalProducer:
+        return cast(TransactionalProducer, self._sink.producer)
+
+    @property
+    def _alive(self) -> bool:
+        return self.phase not in (TxnPhase.DEAD, TxnPhase.STOPPED)
+
+    # -- rebalance --------------------------------------------------------------------------
+    def assigned(self, partitions: Sequence[TP]) -> None:
+        if self._state is not None:
+            restore(self._partitions, self._state, partitions)
+        else:
+            self._partitions.load_committed(partitions)
+
+    def revoked(self, partitions: Sequence[TP]) -> None:
+        self.commit()  # the transaction holds every partition's work
+        self._release(partitions)
+
+    def lost(self, partitions: Sequence[TP]) -> None:
+        """The open transaction holds their work: it is aborted, the partitions kept are
+        rewound, and their stores close without flushing."""
+        if self.phase is TxnPhase.OPEN:
+            try:
+                self._abort("partitions lost", exclude=partitions)
+            except BrokerUnavailable as exc:  # raised at the next commit: recovery aborts
+                self._interrupted = exc
+        self._release(partitions)
+
+    def _release(self, partitions: Iterable[TP]) -> None:
+        if self._state is not None:
+            for topic, partition in partitions:
+                self._state.revoke(topic, partition, keep=True)
+
+    # -- commits ----------------------------------------------------------------------------
+    def commit(self) -> None:
+        """Commit the open transaction and open the next (see the module docstring)."""
+        if not self._alive:
+            return
+        if self._interrupted is not None:
+            raise self._interrupted
+        self._commit(reopen=True)
+
+    def _commit(self, *, reopen: bool) -> None:
+        if self.phase is not TxnPhase.OPEN:
+            return
+        sink, state = self._sink, self._state
+        partitions = self._partitions.values()
+        settle_outputs(sink, self._timeout, self._log)
+        positions = finished_positions(partitions, state)
+        if sink.errors and not sink.refused:  # outputs timed out: the broker is away
+            sink.raise_errors()  # BrokerUnavailable: recovery, not an abort that waits
+        if sink.errors or any(po.in_flight for po in partitions):
+            self._abort("an output or record did not finish")
+            return
+        offsets = moved_offsets(partitions, positions)
+        producer = self._producer
+        try:
+            written = state.flush(producer, positions) if state is not None else 0
+            if written and state is not None:
+                sink.flush(self._timeout)  # serves the changelog's delivery reports
+                state.check_delivered()
+            if not offsets and not written:
+                if state is not None:
+                    state.apply()  # nothing was written: only clears the flush
+                if not reopen:
+                    self._abort_quietly()  # an empty transaction costs nothing to abort
+                return
+            if offsets:
+                producer.send_offsets_to_transaction(
+                    offsets, self._consumer.consumer_group_metadata(), self._timeout
+                )
+            self._commit_with_retries()
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.code() in FENCED or (err.fatal() and not transient(err)):
+                raise self._fatal(exc, "committing a transaction") from exc
+            if err.fatal() or (transient(err) and not err.txn_requires_abort()):
+                # The broker is away (an abort would only wait for it too): recovery
+                # replaces the producer, which aborts or completes this transaction.
+                raise unavailable(exc, "committing a transaction") from exc
+            self._abort(f"commit failed: {err.str()}")
+            return
+        self.phase = TxnPhase.IDLE
+        mark_committed(partitions, offsets)
+        if state is not None:
+            state.apply()
+        self.commits += 1
+        if reopen:
+            self._begin()
+
+    def _commit_with_retries(self, attempts: int = 3) -> None:
+        for attempt in range(attempts):
+            try:
+                self._producer.commit_transaction(self._timeout)
+                return
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or attempt == attempts - 1:
+                    raise
+
+    # -- transactions -----------------------------------------------------------------------
+    def _begin(self) -> None:
+        if self.phase is not TxnPhase.IDLE:
+            raise TransactionError(f"cannot begin a transaction while {self.phase.value}")
+        try:
+            self._producer.begin_transaction()
+        except KafkaException as exc:
+            if transient(exc.args[0]):
+                raise unavailable(exc, "beginning a transaction") from exc
+            raise self._fatal(exc, "beginning a transaction") from exc
+        self.phase = TxnPhase.OPEN
+
+    def _abort(self, reason: str, exclude: Iterable[TP] = ()) -> None:
+        """Abort the open transaction, drop store changes, rewind, open the next one."""
+        try:
+            self._producer.abort_transaction(self._timeout)
+        except KafkaException as exc:
+            if transient(exc.args[0]):  # the transaction stays open: recovery aborts it
+                raise unavailable(exc, "aborting a transaction") from exc
+            raise self._fatal(exc, "aborting a transaction") from exc
+        self.phase = TxnPhase.IDLE
+        self.aborts += 1
+        self._sink.reset()  # the aborted outputs are gone: they are produced again
+        if self._state is not None:
+            self._state.abort()
+        rewound = self._partitions.rewind_to_committed(exclude)
+        self._log.warning(
+            "transaction aborted, partitions rewound to their committed offsets",
+            reason=reason,
+            partitions=len(rewound),
+        )
+        self._begin()
+
+    def _abort_quietly(self) -> None:
+        try:
+            self._producer.abort_transaction(self._timeout)
+        except KafkaException as exc:
+            failure = self._failure(exc, "aborting a transaction")
+            if isinstance(failure, ProducerFencedError):
+                self._log.error(str(failure))
+            else:
+                self._log.warning("transaction abort failed", error=exc.args[0].str())
+        self.phase = TxnPhase.IDLE
+        if self._state is not None:
+            self._state.abort()
+
+    def recover(self) -> None:
+        """After a broker outage, once the broker answers: a new producer (always: outputs
+        that timed out may or may not have been written, which leaves the old one's
+        sequence numbers out of step with the broker), its transactions initialised (which
+        fences the old epoch and aborts its transaction); store changes dropped; every
+        partition rewound; the next transaction opened. Raises ``BrokerUnavailable`` when
+        the broker is away again (call again), ``ProducerFencedError``/``TransactionError``
+        when it cannot go on."""
+        self._interrupted = None
+        if self.phase is not TxnPhase.UNINITIALISED:
+            self._sink.replace_producer(self._make_producer)
+            self.phase = TxnPhase.UNINITIALISED
+        try:
+            self._producer.init_transactions(self._timeout)
+        except KafkaException as exc:
+            if transient(exc.args[0]):
+                raise unavailable(exc, "initialising transactions") from exc
+            raise self._fatal(exc, "initialising transactions") from exc
+        self.phase = TxnPhase.IDLE
+        self.aborts += 1
+        self._sink.reset()  # the undone outputs are produced again
+        if self._state is not None:
+            self._state.abort()
+        self._partitions.rewind_to_committed()
+        self._begin()
+
+    # -- failures ---------------------------------------------------------------------------
+    def _fatal(self, exc: KafkaException, doing: str) -> RuntimeFailure:
+        """The error to stop with; from now on nothing is committed or aborted."""
+        self.phase = TxnPhase.DEAD
+        return self._failure(exc, doing)
+
+    def _failure(self, exc: KafkaException, doing: str) -> RuntimeFailure:
+        err: KafkaError = exc.args[0]
+        if err.code() in FENCED:
+            return ProducerFencedError(
+                f"the transactional producer {self.transactional_id!r} was fenced while "
+                f"{doing}: another instance with the same transactional.id took over (a "
+                "restarted copy of this instance?); stopping without committing"
+            )
+        return TransactionError(f"transaction error while {doing}: {err.str()}")

@@ -1,0 +1,126 @@
+"""The state of one runtime instance: its slot and its stores.
+
+``RuntimeState.open(topology, config, make_consumer)`` does the setup a stateful or
+exactly-once instance needs before anything connects:
+
+* claims the instance's slot (``streams.runtime.slot``): its local state directory
+  ``<state dir>/<app>/instance-<n>/`` and, for exactly-once, its ``transactional.id``;
+* builds the app's ``StateManager`` with every store the topology declares (``rocksdb``
+  or ``memory`` backend), each fed by the source topic it is partitioned like, restored
+  through consumers from ``make_consumer`` (the runtime's client factory).
+
+With ``state_dir=":memory:"`` (``IN_MEMORY``, what the ``TestDriver`` uses) every store is
+kept in memory, nothing touches the disk and no slot is claimed.
+
+Internal stores (failure routing's waiting rooms) are added to ``manager`` before the
+runtime starts; they are then restored, checkpointed and (exactly-once) committed with
+the topology's stores.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from streams.config import state_root
+from streams.pipeline.errors import RuntimeFailure
+from streams.runtime.config import RuntimeConfig
+from streams.runtime.slot import InstanceSlot
+from streams.state import Backend, MemoryBackend, RocksDBBackend, StateManager
+from streams.topology import Topology
+from streams.topology.stores import GUARANTEES
+
+IN_MEMORY = ":memory:"
+"""``RuntimeConfig.state_dir`` for stores kept in memory, with no slot on disk."""
+
+# Client settings a restore consumer takes from the runtime's (connection and security).
+_CLIENT_PREFIXES = ("bootstrap.", "security.", "sasl.", "ssl.", "client.", "socket.")
+
+
+def processing_guarantee(topology: Topology, config: RuntimeConfig) -> str:
+    """The guarantee in force: the config's when set, else the topology's."""
+    guarantee = config.processing_guarantee or topology.processing_guarantee
+    if guarantee not in GUARANTEES:
+        raise RuntimeFailure(f"processing guarantee {guarantee!r} is not one of {GUARANTEES}")
+    return guarantee
+
+
+def default_state_dir() -> Path:
+    """``$STREAMS_STATE_DIR/apps`` (else ``~/.local/state/streams/apps``)."""
+    return state_root() / "apps"
+
+
+def restore_client_config(config: RuntimeConfig) -> dict[str, Any]:
+    picked = {k: v for k, v in config.consumer.items() if k.startswith(_CLIENT_PREFIXES)}
+    return {"bootstrap.servers": config.bootstrap, **picked}
+
+
+class RuntimeState:
+    """The slot and stores of one instance (see the module docstring)."""
+
+    def __init__(self, manager: StateManager, slot: InstanceSlot | None, progress: Any) -> None:
+        self.manager = manager
+        self.slot = slot
+        self._progress = progress
+
+    @classmethod
+    def open(
+        cls,
+        topology: Topology,
+        config: RuntimeConfig,
+        make_consumer: Callable[[dict[str, Any]], Any],
+        clock: Callable[[], float],
+    ) -> RuntimeState:
+        """Claim the slot and declare the stores. Raises ``InstanceSlotError``."""
+        in_memory = config.state_dir == IN_MEMORY
+        slot: InstanceSlot | None = None
+        state_dir: Path | None = None
+        progress = None
+        if not in_memory:
+            root = Path(config.state_dir) if config.state_dir else default_state_dir()
+            slot = InstanceSlot.claim(root, topology.app_id, config.instance_id)
+            state_dir = slot.state_dir
+            if os.isatty(2):
+                from rich.console import Console  # noqa: PLC0415 - only on a terminal
+
+                from streams.state import RestoreProgressBar  # noqa: PLC0415
+
+                progress = RestoreProgressBar(Console(stderr=True))
+        manager = StateManager(
+            topology.app_id,
+            consumer_config=restore_client_config(config),
+            make_consumer=make_consumer,
+            state_dir=state_dir,
+            progress=progress,
+            clock=clock,
+        )
+        for name, spec in topology.stores.items():
+            backend: Backend = (
+                MemoryBackend() if in_memory or spec.backend == "memory" else RocksDBBackend()
+            )
+            manager.add_store(name, backend, source_topic=topology.store_source(name))
+        return cls(manager, slot, progress)
+
+    def transactional_id(self, app_id: str, instance_id: str | None) -> str:
+        """The instance's ``transactional.id``: ``<app>-<slot>`` (in memory: the instance
+        id, else ``memory``)."""
+        if self.slot is not None:
+            return self.slot.transactional_id(app_id)
+        return f"{app_id}-{instance_id or 'memory'}"
+
+    def start(self) -> None:
+        """Show restore progress on a terminal from now on."""
+        if self._progress is not None:
+            self._progress.__enter__()
+
+    def close(self) -> None:
+        """Close every store (local copies kept; unapplied changes dropped), then release
+        the slot."""
+        self.manager.close(keep=True)
+        if self._progress is not None:
+            self._progress.__exit__(None, None, None)
+            self._progress = None
+        if self.slot is not None:
+            self.slot.close()

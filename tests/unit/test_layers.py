@@ -1,0 +1,70 @@
+"""Dependencies point one way: no module imports from a layer above its own.
+
+The layers, lowest first (``shared/DESIGN.md``, "Layout"): what a record is on the wire;
+the stores, failure-routing decisions and the broker; what to run (topologies); the
+record path (``streams.pipeline``); the runtime; what runs topologies for you (the test
+kit, replay); and the commands on top. Every import counts, lazy ones inside functions
+and ``TYPE_CHECKING`` ones included.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import streams
+
+LAYERS: list[set[str]] = [
+    {"_lazy", "errors", "config", "logs", "envelope", "admin", "schemas", "codec", "examples"},
+    {"state", "failures", "broker"},
+    {"topology"},
+    {"pipeline"},
+    {"runtime"},
+    {"testing", "replay"},
+    {"cli", "demo", "bench", "__main__"},
+]
+LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}
+ROOT = Path(streams.__file__).parent
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.startswith("streams.")}
+
+
+def _part(module: str) -> str:
+    return module.split(".")[1]
+
+
+def test_every_package_has_a_layer() -> None:
+    parts = {p.stem if p.is_file() else p.name for p in ROOT.iterdir()}
+    parts = {p for p in parts if not p.startswith((".", "__pycache__")) and p != "__init__"}
+    parts.discard("py")  # py.typed
+    assert parts - LAYER.keys() == set()
+
+
+def test_no_module_imports_from_a_layer_above_its_own() -> None:
+    upward = []
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if relative == Path("__init__.py"):
+            continue  # the package's lazy table names the whole public API
+        own = relative.parts[0].removesuffix(".py")
+        for target in _imports(path):
+            if LAYER[_part(target)] > LAYER[own]:
+                upward.append(f"streams/{relative} imports {target}")
+    assert upward == []
+
+
+def test_the_record_path_constructs_no_kafka_client() -> None:
+    # The runtime injects confluent-kafka clients and the TestDriver in-memory ones: a
+    # step that made its own would escape the driver.
+    for path in sorted((ROOT / "pipeline").glob("*.py")):
+        text = path.read_text()
+        for client in ("Consumer(", "Producer(", "AdminClient("):
+            assert client not in text.replace(f"class {client}", ""), f"{path.name}: {client}"

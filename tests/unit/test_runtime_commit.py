@@ -1,0 +1,171 @@
+"""The committers' decisions, on in-memory clients (no broker).
+
+The broker-facing behaviour is covered by the integration tests (SIGKILL, fencing,
+outages); here the paths a broker rarely shows on demand: an exactly-once commit that must
+be aborted rewinds every partition to its committed offset and drops the store changes; a
+retriable commit is retried; a fatal error stops everything after it; a checkpoint
+flushes store changes whose partition has no new record, and leaves out a partition whose
+record did not finish.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, TopicPartition
+
+from streams.logs import get_logger
+from streams.pipeline.offsets import Partitions
+from streams.pipeline.produce import OutputSink
+from streams.runtime.commit import CheckpointCommitter, ProducerFencedError, TransactionCommitter
+from streams.state import MemoryBackend, StateManager
+from streams.testing.memory import MemoryCluster, MemoryConsumer, MemoryProducer
+from streams.testing.memory.admin import MemoryAdmin
+
+CHANGELOG = "app-seen-changelog"
+
+
+class Producer(MemoryProducer):
+    """A memory producer that records its transactional calls."""
+
+    calls: list[str]
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin")
+        super().begin_transaction()
+
+    def send_offsets_to_transaction(self, offsets: Any, meta: Any, timeout: float = -1) -> None:
+        self.calls.append("offsets " + ",".join(f"{tp.partition}@{tp.offset}" for tp in offsets))
+        super().send_offsets_to_transaction(offsets, meta, timeout)
+
+    def commit_transaction(self, timeout: float = -1) -> None:
+        try:
+            super().commit_transaction(timeout)
+        except Exception:
+            self.calls.append("commit failed")
+            raise
+        self.calls.append("commit")
+
+    def abort_transaction(self, timeout: float = -1) -> None:
+        self.calls.append("abort")
+        super().abort_transaction(timeout)
+
+
+class Setup:
+    """Topic ``in`` with the group's committed offsets, a ``seen`` store, a committer."""
+
+    def __init__(self, committed: dict[int, int], *, exactly_once: bool) -> None:
+        self.cluster = cluster = MemoryCluster()
+        cluster.create_topic("in", len(committed))
+        self.consumer: MemoryConsumer = cluster.consumer({"group.id": "app"})
+        self.consumer.assign([TopicPartition("in", p, 0) for p in committed])
+        self.consumer.commit(
+            offsets=[TopicPartition("in", p, o) for p, o in committed.items()],
+            asynchronous=False,
+        )
+        self.producer = Producer(cluster, {"transactional.id": "app-0"} if exactly_once else {})
+        self.producer.calls = []
+        self.state = StateManager("app", consumer_config={}, make_consumer=cluster.consumer)
+        self.state.add_store("seen", MemoryBackend(), source_topic="in")
+        self.partitions = Partitions(self.consumer, auto_offset_reset="earliest", timeout=1)
+        keys = [("in", p) for p in committed]
+        self.partitions.assign(keys)
+        common: dict[str, Any] = {
+            "consumer": self.consumer,
+            "admin": MemoryAdmin(cluster),
+            "sink": OutputSink(self.producer),
+            "make_producer": lambda: self.producer,
+            "partitions": self.partitions,
+            "state": self.state,
+            "timeout": 1.0,
+            "log": get_logger("test"),
+        }
+        self.committer: TransactionCommitter | CheckpointCommitter
+        if exactly_once:
+            self.committer = TransactionCommitter(**common, transactional_id="app-0")
+        else:
+            self.committer = CheckpointCommitter(**common)
+        self.committer.start()
+        self.committer.assigned(keys)
+
+    def process(self, partition: int, offset: int, *, finish: bool = True) -> None:
+        po = self.partitions.get(("in", partition))
+        assert po is not None
+        entry = po.begin(offset)
+        self.store(partition).set(f"id-{offset}", b"")
+        if finish:
+            entry.release()
+
+    def store(self, partition: int) -> Any:
+        return self.state.stores["seen"].partition(partition).transaction()
+
+    def committed(self, partition: int) -> int | None:
+        return self.cluster.committed("app", "in", partition)
+
+
+def test_a_commit_that_must_be_aborted_rewinds_every_partition_and_drops_store_changes() -> None:
+    s = Setup({0: 10, 1: 20}, exactly_once=True)
+    s.process(0, 10)
+    s.process(1, 20)
+    s.producer.fail_commits(KafkaError(KafkaError.INVALID_TXN_STATE, txn_requires_abort=True))
+    s.committer.commit()
+
+    assert s.producer.calls == ["begin", "offsets 0@11,1@21", "commit failed", "abort", "begin"]
+    positions = s.consumer.position([TopicPartition("in", 0), TopicPartition("in", 1)])
+    assert [(tp.partition, tp.offset) for tp in positions] == [(0, 10), (1, 20)]  # read again
+    assert isinstance(s.committer, TransactionCommitter) and s.committer.aborts == 1
+    fresh = s.partitions.get(("in", 0))
+    assert fresh is not None and fresh.committed == 10 and fresh.in_flight == 0
+    assert not s.store(0).exists("id-10")
+    assert s.cluster.records(CHANGELOG) == []  # the aborted changelog records are invisible
+
+    s.process(0, 10)  # reprocessed, then committed
+    s.committer.commit()
+    assert s.producer.calls[-2:] == ["commit", "begin"]
+    assert s.state.stores["seen"].partition(0).storage.get(b"id-10") is not None
+    assert s.committed(0) == 11 and [r.key for r in s.cluster.records(CHANGELOG)] == [b"id-10"]
+
+
+def test_a_retriable_commit_is_retried() -> None:
+    s = Setup({0: 0}, exactly_once=True)
+    s.process(0, 0)
+    s.producer.fail_commits(KafkaError(KafkaError._TIMED_OUT, retriable=True))
+    s.committer.commit()
+    assert s.producer.calls == ["begin", "offsets 0@1", "commit failed", "commit", "begin"]
+    committed = s.partitions.get(("in", 0))
+    assert committed is not None and committed.committed == 1 and s.committed(0) == 1
+
+
+def test_a_fenced_producer_stops_and_nothing_commits_after() -> None:
+    s = Setup({0: 0}, exactly_once=True)
+    s.process(0, 0)
+    s.producer.fail_commits(KafkaError(KafkaError._FENCED, fatal=True))
+    with pytest.raises(ProducerFencedError, match="'app-0' was fenced"):
+        s.committer.commit()
+    calls = len(s.producer.calls)
+    s.committer.commit()  # the revoke on close
+    s.committer.finish(None)
+    assert len(s.producer.calls) == calls
+    assert s.committed(0) == 0
+
+
+def test_a_checkpoint_flushes_store_changes_of_a_partition_without_new_records() -> None:
+    # A record of a retry tier writes the stores of its input partition, whose own
+    # position does not move: its changes still go with this checkpoint.
+    s = Setup({0: 5}, exactly_once=False)
+    s.store(0).set("wait:k", b"room")
+    s.committer.commit()
+    (written,) = s.cluster.records(CHANGELOG)
+    assert written.key == b"wait:k" and s.committed(0) == 5
+    assert s.state.stores["seen"].partition(0).storage.get(b"wait:k") is not None
+
+
+def test_a_checkpoint_leaves_out_a_partition_whose_record_did_not_finish() -> None:
+    s = Setup({0: 0, 1: 0}, exactly_once=False)
+    s.process(0, 0, finish=False)  # failed, or its output not acknowledged
+    s.process(1, 0)
+    s.committer.commit()
+    assert s.committed(0) == 0 and s.committed(1) == 1
+    assert [r.key for r in s.cluster.records(CHANGELOG)] == [b"id-0"]
+    assert [r.partition for r in s.cluster.records(CHANGELOG)] == [1]
