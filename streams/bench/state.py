@@ -44,7 +44,7 @@ from streams.state import (
     ensure_changelog_topic,
 )
 from streams.state.changelog import changelog_topic, record_headers, source_headers
-from streams.state.recovery import restore_consumer
+from streams.state.restore import restore_consumer
 
 FULL_ENTRIES = 1_000_000
 QUICK_ENTRIES = 50_000

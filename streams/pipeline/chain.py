@@ -49,6 +49,11 @@ class Chain:
     gate: WaitForDue | None
     topics: list[str]
 
+    def poll_timeout(self, ceiling: float) -> float:
+        """How long the loop may wait for records: ``ceiling``, or less if a held retry
+        partition ripens sooner."""
+        return self.gate.poll_timeout(ceiling) if self.gate is not None else ceiling
+
 
 def build_chain(
     topology: Topology,

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from streams.coordinates import TP
 from streams.pipeline.record import Record
-from streams.pipeline.step import TP
 
 
 class Committer(Protocol):

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from streams.coordinates import TP
 from streams.failures.handler import Decision, FailureHandler
 from streams.failures.headers import Stage
 from streams.failures.parked import ParkedRecord, TransactionWaitingStore
@@ -35,7 +36,7 @@ from streams.pipeline.execute import Attempt, AttemptFailure
 from streams.pipeline.produce import OutputSink
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
-from streams.pipeline.step import TP, Forward, Step
+from streams.pipeline.step import Forward, Step
 from streams.state import MemoryBackend, StateManager
 from streams.topology.policy import (
     ErrorAction,
@@ -187,13 +188,14 @@ def failure_topics(topology: Topology) -> list[FailureTopics]:
     return [FailureTopics.for_input(topology.app_id, t, widest) for t in topology.topics_read]
 
 
-def failure_handler(topology: Topology, state: StateManager) -> FailureHandler:
-    """The handler of a routing topology, its waiting rooms kept as stores of ``state``
-    (``<app>-<input>-waiting``, memory backend, changelog-backed like any store: restored
-    on assignment, made durable at each commit)."""
+def failure_handler(topology: Topology, state: StateManager | None) -> FailureHandler | None:
+    """The handler of a topology that routes failures (None for one that does not), its
+    waiting rooms kept as stores of ``state`` (``<app>-<input>-waiting``, memory backend,
+    changelog-backed like any store: restored on assignment, made durable at each
+    commit)."""
     widest = widest_policy(topology)
-    if widest is None:
-        raise ValueError(f"topology {topology.app_id!r} has no retry policy")
+    if widest is None or state is None:
+        return None
     stores = {
         topic: state.add_store(waiting_store_name(topic), MemoryBackend(), source_topic=topic)
         for topic in topology.topics_read
@@ -205,3 +207,9 @@ def failure_handler(topology: Topology, state: StateManager) -> FailureHandler:
 
     policy = topology.retry or widest.no_retries()
     return FailureHandler(topology.app_id, policy, store_for=room_store)
+
+
+def consumer_overrides(topology: Topology) -> dict[str, str]:
+    """Consumer settings failure routing needs: the range assignor, so partition *n* of an
+    input and of its retry tiers land on the same instance (its waiting room is there)."""
+    return {"partition.assignment.strategy": "range"} if topology.retry_policies else {}

@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
+from streams.coordinates import TP
 from streams.failures.headers import parse_failure_headers, strip_failure_headers
 from streams.failures.retry_consumer import PartitionControl, RetryGate, hold, resume_due
 from streams.pipeline.record import Record
-from streams.pipeline.step import TP, Forward, Step
+from streams.pipeline.step import Forward, Step
 
 
 class WaitForDue(Forward):

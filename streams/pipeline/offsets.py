@@ -22,9 +22,10 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaException, TopicPartition
 
+from streams.coordinates import TP
 from streams.pipeline.errors import RuntimeFailure, transient, unavailable
 from streams.pipeline.record import Record
-from streams.pipeline.step import TP, Forward, Step
+from streams.pipeline.step import Forward, Step
 
 _LATEST = frozenset({"latest", "end", "largest"})
 

@@ -26,10 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from streams.coordinates import TP
 from streams.pipeline.record import Record
-
-TP = tuple[str, int]
-"""A topic partition as a key: (topic, partition)."""
 
 
 class Step(Protocol):

@@ -27,6 +27,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
 from streams.config import external_bootstrap
+from streams.coordinates import TP
 from streams.replay.errors import ClusterError, UnknownTopicError
 from streams.replay.positions import TopicSelection
 
@@ -34,7 +35,6 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_TIMEOUT = 10.0
 NO_COMMIT = -1001  # librdkafka's OFFSET_INVALID: the group has no offset for the partition
 
-TP = tuple[str, int]
 OffsetKind = Literal["earliest", "latest"] | int
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ import io
 from collections.abc import Mapping
 from pathlib import Path
 
-from streams.replay.cluster import TP
+from streams.coordinates import TP
 from streams.replay.errors import PlanFileError
 
 # Kafka writes its CSV with Jackson, which quotes any value longer than 24 characters

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from streams.replay.cluster import TP, Cluster, GroupInfo, Member
+from streams.coordinates import TP
+from streams.replay.cluster import Cluster, GroupInfo, Member
 from streams.replay.errors import ActiveGroupError, UnknownGroupError
 from streams.replay.lookup import partition_states, partitions_for
 from streams.replay.plan import now_ms

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from streams.replay.cluster import TP, Cluster, GroupInfo
+from streams.coordinates import TP
+from streams.replay.cluster import Cluster, GroupInfo
 from streams.replay.errors import UnknownGroupError
 
 

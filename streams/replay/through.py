@@ -20,9 +20,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from streams.coordinates import TP
 from streams.pipeline.record import Record
 from streams.pipeline.step import Forward, Step
-from streams.replay.cluster import TP, Cluster
+from streams.replay.cluster import Cluster
 from streams.replay.errors import ReplayError
 from streams.replay.groups import require_inactive
 from streams.replay.plan import ReplayPlan

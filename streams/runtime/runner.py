@@ -40,22 +40,27 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from streams.codec import Codec
+from streams.coordinates import TP
 from streams.failures.topics import ensure_failure_topics
 from streams.logs import get_logger
 from streams.pipeline.chain import Intake, build_chain
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure, transient
-from streams.pipeline.failure import OnSkip, failure_handler, failure_topics
+from streams.pipeline.failure import (
+    OnSkip,
+    consumer_overrides,
+    failure_handler,
+    failure_topics,
+)
 from streams.pipeline.offsets import Partitions
 from streams.pipeline.produce import OutputSink
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
-from streams.pipeline.step import TP
 from streams.runtime.clients import Clients, KafkaClients
 from streams.runtime.commit import make_committer
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import RecordFailed
 from streams.runtime.recovery import Recovery
-from streams.runtime.state import RuntimeState, processing_guarantee
+from streams.runtime.state import RuntimeState, needs_state, processing_guarantee
 from streams.state import StateManager
 from streams.topology import Topology
 from streams.topology.policy import ProcessingError
@@ -96,23 +101,20 @@ class Runtime:
         self._last_tick = time.monotonic()
         app = topology.app_id
         self._log = log = get_logger("streams.runtime", app=app)
-        exactly_once = processing_guarantee(topology, config) == "exactly_once"
-        routing = bool(topology.retry_policies)
+        guarantee = processing_guarantee(topology, config)
         self._state: RuntimeState | None = None
-        if topology.stores or exactly_once or routing:
+        if needs_state(topology, guarantee):
             self._state = RuntimeState.open(topology, config, clients.consumer, clock)
         state = self._state.manager if self._state is not None else None
-        handler = failure_handler(topology, state) if routing and state is not None else None
+        handler = failure_handler(topology, state)  # adds the waiting rooms to ``state``
         tid = None
-        if exactly_once and self._state is not None:
+        if guarantee == "exactly_once" and self._state is not None:
             tid = self._state.transactional_id(app, config.instance_id)
 
         def make_producer() -> Any:
             return clients.producer(config.producer_config(tid))
 
-        consumer_config = config.consumer_config(app)
-        if routing:  # input partition n and retry partition n on one instance
-            consumer_config["partition.assignment.strategy"] = "range"
+        consumer_config = {**config.consumer_config(app), **consumer_overrides(topology)}
         self._admin = clients.admin()
         self._consumer = consumer = clients.consumer(consumer_config)
         self._sink = sink = OutputSink(make_producer())
@@ -122,7 +124,7 @@ class Runtime:
             timeout=config.shutdown_timeout_s,
         )
         self._committer = committer = make_committer(
-            exactly_once=exactly_once,
+            exactly_once=tid is not None,
             consumer=consumer,
             admin=self._admin,
             sink=sink,
@@ -246,10 +248,7 @@ class Runtime:
         batch: list[Any] = consumer.consume(n, timeout=0)
         if batch:
             return batch
-        gate = self._chain.gate
-        if gate is not None:  # a held retry partition may ripen sooner
-            wait = gate.poll_timeout(wait)
-        first = consumer.poll(wait)
+        first = consumer.poll(self._chain.poll_timeout(wait))
         if first is None:
             return []
         return [first, *consumer.consume(n - 1, timeout=0)] if n > 1 else [first]

@@ -57,6 +57,12 @@ def restore_client_config(config: RuntimeConfig) -> dict[str, Any]:
     return {"bootstrap.servers": config.bootstrap, **picked}
 
 
+def needs_state(topology: Topology, guarantee: str) -> bool:
+    """Stores, failure routing (its waiting rooms are stores) and exactly-once (its
+    ``transactional.id`` comes from the slot) need a ``RuntimeState``."""
+    return bool(topology.stores or topology.retry_policies) or guarantee == "exactly_once"
+
+
 class RuntimeState:
     """The slot and stores of one instance (see the module docstring)."""
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         Transaction,
     )
     from streams.state.changelog import ChangelogRecord, changelog_topic, ensure_changelog_topic
-    from streams.state.checkpoint import Checkpoint
+    from streams.state.checkpoint_file import Checkpoint
     from streams.state.dedup import Dedup
     from streams.state.errors import (
         ChangelogCompactionError,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from streams.state.manager import StateManager
     from streams.state.memory import MemoryBackend
     from streams.state.progress import RestoreProgressBar
-    from streams.state.recovery import RestoreResult
+    from streams.state.restore import RestoreResult
     from streams.state.rocksdb import RocksDBBackend
     from streams.state.routed import RoutedStore
     from streams.state.store import ChangelogPartition, ChangelogStore
@@ -63,7 +63,7 @@ else:
                 "changelog_topic",
                 "ensure_changelog_topic",
             ],
-            "streams.state.checkpoint": ["Checkpoint"],
+            "streams.state.checkpoint_file": ["Checkpoint"],
             "streams.state.dedup": ["Dedup"],
             "streams.state.errors": [
                 "ChangelogCompactionError",
@@ -78,7 +78,7 @@ else:
             "streams.state.manager": ["StateManager"],
             "streams.state.memory": ["MemoryBackend"],
             "streams.state.progress": ["RestoreProgressBar"],
-            "streams.state.recovery": ["RestoreResult"],
+            "streams.state.restore": ["RestoreResult"],
             "streams.state.rocksdb": ["RocksDBBackend"],
             "streams.state.routed": ["RoutedStore"],
             "streams.state.store": ["ChangelogPartition", "ChangelogStore"],

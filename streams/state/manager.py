@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient
 
 from streams.state.base import Backend, ChangelogProducer
 from streams.state.errors import StateError
-from streams.state.recovery import MakeConsumer, RestoreProgress
+from streams.state.restore import MakeConsumer, RestoreProgress
 from streams.state.routed import RoutedStore
 from streams.state.store import ChangelogPartition, ChangelogStore
 from streams.state.transaction import Clock, PartitionTransaction

@@ -21,7 +21,7 @@ from rich.progress import (
 
 
 class RestoreProgressBar:
-    """A :data:`streams.state.recovery.RestoreProgress` callback drawing rich bars."""
+    """A :data:`streams.state.restore.RestoreProgress` callback drawing rich bars."""
 
     def __init__(self, console: Console | None = None) -> None:
         self._progress = Progress(

@@ -58,14 +58,14 @@ from streams.state.changelog import (
     record_headers,
     source_headers,
 )
-from streams.state.checkpoint import (
+from streams.state.checkpoint_file import (
     Checkpoint,
     read_checkpoint,
     remove_checkpoint,
     write_checkpoint,
 )
 from streams.state.errors import ChangelogWriteError, StateError, StoreClosedError
-from streams.state.recovery import (
+from streams.state.restore import (
     MakeConsumer,
     RestoreProgress,
     RestoreResult,

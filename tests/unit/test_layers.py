@@ -15,7 +15,8 @@ from pathlib import Path
 import streams
 
 LAYERS: list[set[str]] = [
-    {"_lazy", "errors", "config", "logs", "envelope", "admin", "schemas", "codec", "examples"},
+    {"_lazy", "errors", "config", "logs", "coordinates", "envelope", "admin", "schemas", "codec"},
+    {"examples"},
     {"state", "failures", "broker"},
     {"topology"},
     {"pipeline"},

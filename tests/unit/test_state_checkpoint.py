@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from streams.state import Checkpoint
-from streams.state.checkpoint import checkpoint_path, read_checkpoint, write_checkpoint
+from streams.state.checkpoint_file import checkpoint_path, read_checkpoint, write_checkpoint
 
 
 def test_a_checkpoint_reads_back(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from streams.state import (
     StoreClosedError,
 )
 from streams.state.changelog import EXPIRES_AT, SOURCE_OFFSET, SOURCE_TOPIC, decode_record
-from streams.state.checkpoint import read_checkpoint
+from streams.state.checkpoint_file import read_checkpoint
 from streams.state.testing import RecordingProducer
 
 TOPIC = "app-s-changelog"

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streams.state import Checkpoint, Entry, MemoryBackend
-from streams.state.recovery import ChangelogReplay
+from streams.state.restore import ChangelogReplay
 from streams.state.store import ChangelogStore
 from streams.state.testing import RecordingProducer
 

@@ -24,10 +24,10 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
+from streams.coordinates import TP
 from streams.logs import Logger
 from streams.pipeline.offsets import PartitionOffsets, Partitions
 from streams.pipeline.produce import OutputSink
-from streams.pipeline.step import TP
 from streams.runtime.commit.positions import (
     finished_positions,
     mark_committed,

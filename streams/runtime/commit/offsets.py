@@ -14,10 +14,10 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from streams.coordinates import TP
 from streams.logs import Logger
 from streams.pipeline.offsets import PartitionOffsets, Partitions
 from streams.pipeline.produce import OutputSink
-from streams.pipeline.step import TP
 from streams.runtime.commit.positions import settle_outputs
 
 

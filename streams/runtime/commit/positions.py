@@ -10,10 +10,10 @@ from collections.abc import Iterable
 
 from confluent_kafka import TopicPartition
 
+from streams.coordinates import TP
 from streams.logs import Logger
 from streams.pipeline.offsets import PartitionOffsets
 from streams.pipeline.produce import OutputSink
-from streams.pipeline.step import TP
 from streams.state import StateManager
 
 

@@ -26,6 +26,7 @@ from typing import Any, Protocol, cast
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from streams.coordinates import TP
 from streams.logs import Logger
 from streams.pipeline.errors import (
     FENCED,
@@ -36,7 +37,6 @@ from streams.pipeline.errors import (
 )
 from streams.pipeline.offsets import Partitions
 from streams.pipeline.produce import OutputSink, Producer
-from streams.pipeline.step import TP
 from streams.runtime.commit.checkpoint import ensure_changelogs, restore
 from streams.runtime.commit.positions import (
     finished_positions,

@@ -47,6 +47,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin._metadata import ClusterMetadata  # public as confluent_kafka.admin's
 
+from streams.coordinates import TP
 from streams.testing.memory.records import (
     GroupMetadata,
     StoredRecord,
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
     from streams.testing.memory.cluster import MemoryCluster
 
 RebalanceCallback = Callable[[Any, list[TopicPartition]], None]
-TP = tuple[str, int]
 
 _EARLIEST = ("earliest", "smallest", "beginning")
 _LATEST = ("latest", "largest", "end")

@@ -38,7 +38,7 @@ from streams.state.errors import CorruptChangelogError, RestoreError
 RestoreProgress = Callable[[str, int, int, int], None]
 """``(changelog topic, partition, offsets done, offsets total)``, called once per batch."""
 
-_log = get_logger("streams.state.recovery")
+_log = get_logger("streams.state.restore")
 
 # Errors the broker reports for one record rather than for the connection.
 _RECORD_ERRORS = {
