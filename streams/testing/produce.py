@@ -56,6 +56,9 @@ def produce_records(
             "enable.idempotence": True,
             "linger.ms": 5,
             "log_level": 0,
+            # Java's default partitioner for keyed records, as the runtime's producer and
+            # the TestDriver: a key lands on the same partition whoever writes it.
+            "partitioner": "murmur2_random",
         }
     )
     errors: list[KafkaError] = []
