@@ -3,7 +3,8 @@
 ``running(topology, config)`` starts ``Runtime.run()`` on a daemon thread and yields the
 runtime; on exit it calls ``stop()`` and waits up to 60 s for the thread. While it runs,
 the ``streams`` loggers are raised to ``quiet_below`` (WARNING unless told): the demo
-prints its own lines. Only the public runtime API is used (``Runtime``, ``run``, ``stop``).
+prints its own lines (``quiet`` does that alone, for a TestDriver run). Only the public
+runtime API is used (``Runtime``, ``run``, ``stop``).
 """
 
 from __future__ import annotations
@@ -18,14 +19,23 @@ from streams.topology import Topology
 
 
 @contextmanager
+def quiet(below: int = logging.WARNING) -> Iterator[None]:
+    """The ``streams`` loggers at ``below`` while the block runs."""
+    logger = logging.getLogger("streams")
+    level = logger.level
+    logger.setLevel(below)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+@contextmanager
 def running(
     topology: Topology, config: RuntimeConfig, *, quiet_below: int = logging.WARNING
 ) -> Iterator[Runtime]:
     """Run ``topology`` on a thread while the block runs; stopped and joined on exit."""
-    logger = logging.getLogger("streams")
-    level = logger.level
-    logger.setLevel(quiet_below)
-    try:
+    with quiet(quiet_below):
         runtime = Runtime(topology, config)
         worker = threading.Thread(target=runtime.run, name="demo-runtime", daemon=True)
         worker.start()
@@ -34,5 +44,3 @@ def running(
         finally:
             runtime.stop()
             worker.join(60)
-    finally:
-        logger.setLevel(level)

@@ -2,8 +2,10 @@
 
 Produces 300 ``order.placed`` envelopes to a 4-partition topic, runs the example topology
 on a thread until every order is routed to ``<app>-accepted`` or ``<app>-rejected`` (60 s
-at most), and counts the rejections by reason. Raises RuntimeError when accepted plus
-rejected is not every order.
+at most), and counts the rejections by reason. Then pipes the same orders through the
+``TestDriver`` (the same runtime on in-memory clients) and checks it predicted the broker's
+outputs key for key. Raises RuntimeError when accepted plus rejected is not every order, or
+when the driver and the broker disagree.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from typing import Any, cast
 from streams.admin import admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
-from streams.demo.running import running
+from streams.demo.running import quiet, running
+from streams.envelope import Envelope
 from streams.examples import example_path
 from streams.runtime import RuntimeConfig
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
+from streams.testing import TestDriver
 from streams.testing.produce import produce_envelopes
 from streams.testing.wait import TopicReader
 from streams.topology import load_topology
@@ -35,7 +39,8 @@ def step_topology(ctx: DemoContext, count: int = 300) -> None:
     topology = load_topology(orders, app_id=f"demo-{ctx.run_id}-shop", params={"input": source})
     ctx.topics.extend(topology.topics_written)  # owned by the app: deleted after the demo
     codec = AvroCodec(default_catalog())
-    produce_envelopes(ctx.bootstrap, source, import_file(orders).sample_orders(count), codec)
+    placed = list(import_file(orders).sample_orders(count))
+    produce_envelopes(ctx.bootstrap, source, placed, codec)
     prepare_topics(admin, topology)
 
     accepted_topic, rejected_topic = topology.topics_written
@@ -51,10 +56,11 @@ def step_topology(ctx: DemoContext, count: int = 300) -> None:
             for r in readers:
                 r.poll(0.2)
         elapsed = time.perf_counter() - start
-        reasons = Counter(
-            codec.decode(m.value(), cast(Any, m.headers())).data["reason"]
-            for m in rejected_reader.records
-        )
+        on_kafka = {
+            topic: [codec.decode(m.value(), cast(Any, m.headers())) for m in reader.records]
+            for topic, reader in zip(topology.topics_written, readers, strict=True)
+        }
+        reasons = Counter(e.data["reason"] for e in on_kafka[rejected_topic])
     accepted, rejected = len(accepted_reader.records), len(rejected_reader.records)
     why = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
     ctx.say(
@@ -64,3 +70,23 @@ def step_topology(ctx: DemoContext, count: int = 300) -> None:
     )
     if accepted + rejected != count:
         raise RuntimeError(f"the orders topology routed {accepted + rejected} of {count} orders")
+    with quiet(), TestDriver(topology, partitions=4) as driver:
+        driver.pipe(source, placed)
+        predicted = {t: driver.read(t) for t in topology.topics_written}
+    if {t: _by_key(e) for t, e in predicted.items()} != {
+        t: _by_key(e) for t, e in on_kafka.items()
+    }:
+        raise RuntimeError("the TestDriver and the broker disagree on the orders topology")
+    ctx.console.print(
+        f"   the TestDriver (the same runtime on in-memory clients) predicted the same "
+        f"{len(predicted[accepted_topic])} accepted and {len(predicted[rejected_topic])} "
+        "rejected, key for key"
+    )
+
+
+def _by_key(envelopes: list[Envelope]) -> dict[str | None, list[tuple[Any, ...]]]:
+    """What each output says, per key in order (ids are new on every run)."""
+    out: dict[str | None, list[tuple[Any, ...]]] = {}
+    for e in envelopes:
+        out.setdefault(e.key, []).append((e.type, dict(e.data), e.causation_id))
+    return out

@@ -2,16 +2,17 @@
 
 A policy is a function ``(failure: ProcessingFailure) -> ErrorAction``, set for the whole
 topology (``TopologyBuilder(on_error=...)``) and optionally per step (``on_error=`` on any
-step). The step's policy wins. The executor (runtime or test driver) asks the policy once
-per failed record and then:
+step). The step's policy wins. The record path (``streams.pipeline.failure.StopOrSkip``,
+in the runtime and the test driver alike) asks the policy once per failed record, then:
 
 - ``FAIL``: stop. The runtime flushes the outputs of earlier records, commits their
   offsets (never the failed record's) and exits non-zero; the test driver raises
   ``ProcessingError``. This is the default: nothing is ever dropped silently.
 - ``SKIP``: count the record as skipped, log it at WARNING and move on (its offset counts
-  as done). Outputs it produced before the failure stand.
+  as done). An attempt is atomic: a skipped record writes no output and no store change.
 
-Retry tiers and the dead-letter topic add their actions here.
+With a retry policy on the topology or a step, failures are routed to retry tiers and
+the dead-letter topic instead (``streams.failures``) and these policies do not apply.
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ class StepFailed(Exception):  # noqa: N818 - a signal between executor frames, n
 
 
 class ProcessingError(TopologyError):
-    """A record failed and the policy said FAIL (raised by the test driver)."""
+    """A record failed and the policy said FAIL (the runtime stops with ``RecordFailed``,
+    the test driver raises this)."""
 
     def __init__(self, failure: ProcessingFailure) -> None:
         self.failure = failure
