@@ -56,7 +56,7 @@ from streams.pipeline.produce import OutputSink
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
 from streams.runtime.clients import Clients, KafkaClients
-from streams.runtime.commit import make_committer
+from streams.runtime.commit import CommitContext, make_committer
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import RecordFailed
 from streams.runtime.recovery import Recovery
@@ -123,18 +123,10 @@ class Runtime:
             auto_offset_reset=config.auto_offset_reset,
             timeout=config.shutdown_timeout_s,
         )
-        self._committer = committer = make_committer(
-            exactly_once=tid is not None,
-            consumer=consumer,
-            admin=self._admin,
-            sink=sink,
-            make_producer=make_producer,
-            partitions=partitions,
-            state=state,
-            transactional_id=tid,
-            timeout=config.shutdown_timeout_s,
-            log=log,
+        context = CommitContext(
+            consumer, self._admin, sink, make_producer, partitions, config.shutdown_timeout_s, log
         )
+        self._committer = committer = make_committer(context, state, tid)
         self._chain = build_chain(
             topology,
             codec=codec,

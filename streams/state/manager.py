@@ -94,12 +94,6 @@ class StateManager:
                 store.close(partition, keep=True)
             raise
 
-    def attach(self, topic: str, partition: int) -> None:
-        """Open every store fed by ``topic`` for ``partition`` on empty local storage, with
-        no restore and no broker (the in-memory test driver)."""
-        for store in self._fed_by(topic):
-            store.attach(partition)
-
     def revoke(self, topic: str, partition: int, *, keep: bool = True) -> None:
         for store in self._fed_by(topic):
             store.close(partition, keep=keep)

@@ -314,21 +314,6 @@ class ChangelogStore:
         self._open[partition] = opened
         return opened
 
-    def attach(self, partition: int) -> ChangelogPartition:
-        """Open ``partition`` on empty local storage without reading the changelog.
-
-        For the in-memory test driver (no broker): flushes then go to whatever producer is
-        given (``streams.state.testing.RecordingProducer``).
-        """
-        if partition in self._open:
-            raise StateError(f"store {self.name!r} partition {partition} is already open")
-        storage = self.backend.open(self.partition_dir(partition))
-        opened = ChangelogPartition(
-            self, partition, storage, Checkpoint(self.changelog_topic, 0), None
-        )
-        self._open[partition] = opened
-        return opened
-
     def close(self, partition: int, *, keep: bool) -> None:
         """Close an open partition (on revoke). Unapplied changes are dropped."""
         part = self._open.pop(partition, None)

@@ -18,7 +18,12 @@ from confluent_kafka import KafkaError, TopicPartition
 from streams.logs import get_logger
 from streams.pipeline.offsets import Partitions
 from streams.pipeline.produce import OutputSink
-from streams.runtime.commit import CheckpointCommitter, ProducerFencedError, TransactionCommitter
+from streams.runtime.commit import (
+    CheckpointCommitter,
+    CommitContext,
+    ProducerFencedError,
+    TransactionCommitter,
+)
 from streams.state import MemoryBackend, StateManager
 from streams.testing.memory import MemoryCluster, MemoryConsumer, MemoryProducer
 from streams.testing.memory.admin import MemoryAdmin
@@ -71,21 +76,20 @@ class Setup:
         self.partitions = Partitions(self.consumer, auto_offset_reset="earliest", timeout=1)
         keys = [("in", p) for p in committed]
         self.partitions.assign(keys)
-        common: dict[str, Any] = {
-            "consumer": self.consumer,
-            "admin": MemoryAdmin(cluster),
-            "sink": OutputSink(self.producer),
-            "make_producer": lambda: self.producer,
-            "partitions": self.partitions,
-            "state": self.state,
-            "timeout": 1.0,
-            "log": get_logger("test"),
-        }
+        context = CommitContext(
+            self.consumer,
+            MemoryAdmin(cluster),
+            OutputSink(self.producer),
+            lambda: self.producer,
+            self.partitions,
+            1.0,
+            get_logger("test"),
+        )
         self.committer: TransactionCommitter | CheckpointCommitter
         if exactly_once:
-            self.committer = TransactionCommitter(**common, transactional_id="app-0")
+            self.committer = TransactionCommitter(context, self.state, "app-0")
         else:
-            self.committer = CheckpointCommitter(**common)
+            self.committer = CheckpointCommitter(context, self.state)
         self.committer.start()
         self.committer.assigned(keys)
 

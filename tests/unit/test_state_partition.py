@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError
 from rich.console import Console
 
 from streams.state import (
@@ -31,7 +32,7 @@ from streams.state import (
 )
 from streams.state.changelog import EXPIRES_AT, SOURCE_OFFSET, SOURCE_TOPIC, decode_record
 from streams.state.checkpoint_file import read_checkpoint
-from streams.state.testing import RecordingProducer
+from streams.testing.memory import MemoryCluster
 
 TOPIC = "app-s-changelog"
 
@@ -52,6 +53,14 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
+
+
+@pytest.fixture
+def cluster() -> MemoryCluster:
+    """Where changelogs are written and restored from, in memory."""
+    cluster = MemoryCluster()
+    cluster.create_topic(TOPIC, 3)
+    return cluster
 
 
 @pytest.fixture
@@ -82,23 +91,27 @@ def test_writes_are_buffered_and_visible_until_applied(part: ChangelogPartition)
     assert part.storage.get(b"a") is None  # nothing local before apply
 
 
-def test_flush_writes_each_key_once_tagged_with_the_source(part: ChangelogPartition) -> None:
+def test_flush_writes_each_key_once_tagged_with_the_source(
+    cluster: MemoryCluster, part: ChangelogPartition
+) -> None:
     tx = part.transaction()
     tx.set("a", b"1")
     tx.set("a", b"2")
     tx.set("b", b"x")
     tx.delete("b")
-    producer = RecordingProducer()
+    producer = cluster.producer({})
     assert part.flush(producer, source_offset=57) == 2
-    records = producer.records(TOPIC, 2)
+    records = cluster.records(TOPIC, 2)
     assert [(r.key, r.value) for r in records] == [(b"a", b"2"), (b"b", None)]
     assert dict(records[0].headers)[SOURCE_OFFSET] == b"57"
     assert dict(records[0].headers)[SOURCE_TOPIC] == b"orders"
 
 
-def test_apply_waits_for_acks_then_writes_locally(part: ChangelogPartition) -> None:
+def test_apply_waits_for_acks_then_writes_locally(
+    cluster: MemoryCluster, part: ChangelogPartition
+) -> None:
     part.transaction().set("a", b"1")
-    producer = RecordingProducer()
+    producer = cluster.producer({})
     part.flush(producer, source_offset=10)
     with pytest.raises(ChangelogWriteError, match="not acknowledged"):
         part.check_delivered()
@@ -112,9 +125,12 @@ def test_apply_waits_for_acks_then_writes_locally(part: ChangelogPartition) -> N
     assert part.transaction().get("a") == b"1"
 
 
-def test_a_failed_changelog_write_blocks_the_commit(part: ChangelogPartition) -> None:
+def test_a_failed_changelog_write_blocks_the_commit(
+    cluster: MemoryCluster, part: ChangelogPartition
+) -> None:
     part.transaction().set("a", b"1")
-    producer = RecordingProducer(fail_next=1)
+    producer = cluster.producer({})
+    producer.fail_deliveries(1, KafkaError(KafkaError._MSG_TIMED_OUT, "injected"))
     part.flush(producer, source_offset=3)
     producer.flush()
     with pytest.raises(ChangelogWriteError, match="do not commit"):
@@ -124,9 +140,11 @@ def test_a_failed_changelog_write_blocks_the_commit(part: ChangelogPartition) ->
     assert part.storage.get(b"a") is None
 
 
-def test_no_writes_between_flush_and_apply(part: ChangelogPartition) -> None:
+def test_no_writes_between_flush_and_apply(
+    cluster: MemoryCluster, part: ChangelogPartition
+) -> None:
     part.transaction().set("a", b"1")
-    producer = RecordingProducer()
+    producer = cluster.producer({})
     part.flush(producer, source_offset=1)
     with pytest.raises(StateError, match="apply"):
         part.transaction().set("b", b"2")
@@ -151,8 +169,10 @@ def test_entries_read_as_absent_once_their_ttl_passed(
     assert tx.get("k", now=clock.now - 30) == b"v"  # an explicit "now" wins over the clock
 
 
-def test_expiry_writes_tombstones_to_the_changelog(part: ChangelogPartition, clock: Clock) -> None:
-    producer = RecordingProducer()
+def test_expiry_writes_tombstones_to_the_changelog(
+    cluster: MemoryCluster, part: ChangelogPartition, clock: Clock
+) -> None:
+    producer = cluster.producer({})
     tx = part.transaction()
     tx.set("short", b"1", ttl=10)
     tx.set("long", b"2", ttl=1_000)
@@ -160,7 +180,7 @@ def test_expiry_writes_tombstones_to_the_changelog(part: ChangelogPartition, clo
     part.flush(producer, source_offset=5)
     producer.flush()
     part.apply()
-    written = producer.records(TOPIC, 2)
+    written = cluster.records(TOPIC, 2)
     assert dict(written[0].headers)[EXPIRES_AT] == str(int((clock.now + 10) * 1000)).encode()
     assert EXPIRES_AT not in dict(written[2].headers)
 
@@ -168,7 +188,7 @@ def test_expiry_writes_tombstones_to_the_changelog(part: ChangelogPartition, clo
     assert part.flush(producer, source_offset=6) == 1
     producer.flush()
     part.apply()
-    tombstone = producer.records(TOPIC, 2)[-1]
+    tombstone = cluster.records(TOPIC, 2)[-1]
     assert (tombstone.key, tombstone.value) == (b"short", None)
     assert dict(tombstone.headers)[SOURCE_OFFSET] == b"6"
     assert part.storage.get(b"short") is None
@@ -177,9 +197,9 @@ def test_expiry_writes_tombstones_to_the_changelog(part: ChangelogPartition, clo
 
 
 def test_replaying_the_changelog_rebuilds_the_same_entries(
-    part: ChangelogPartition, backend: Backend, tmp_path: Path
+    cluster: MemoryCluster, part: ChangelogPartition, backend: Backend, tmp_path: Path
 ) -> None:
-    producer = RecordingProducer()
+    producer = cluster.producer({})
     for batch in range(3):
         tx = part.transaction()
         for i in range(50):
@@ -190,7 +210,7 @@ def test_replaying_the_changelog_rebuilds_the_same_entries(
         part.apply()
     replica = backend.open(tmp_path / "replica")
     try:
-        for r in producer.records(TOPIC, 2):
+        for r in cluster.records(TOPIC, 2):
             record = decode_record(
                 r.key, r.value, r.headers, topic=TOPIC, partition=2, offset=r.offset
             )
@@ -200,13 +220,15 @@ def test_replaying_the_changelog_rebuilds_the_same_entries(
         replica.close()
 
 
-def test_the_disk_backend_checkpoints_each_apply(tmp_path: Path, clock: Clock) -> None:
+def test_the_disk_backend_checkpoints_each_apply(
+    cluster: MemoryCluster, tmp_path: Path, clock: Clock
+) -> None:
     store = ChangelogStore(
         "app", "s", RocksDBBackend(), consumer_config={}, state_dir=tmp_path, clock=clock
     )
     storage = store.backend.open(store.partition_dir(0))
     part = ChangelogPartition(store, 0, storage, Checkpoint(TOPIC, 0), None)
-    producer = RecordingProducer()
+    producer = cluster.producer({})
     try:
         for source in (100, 200):
             part.transaction().set(f"k{source}", b"v")
@@ -218,21 +240,34 @@ def test_the_disk_backend_checkpoints_each_apply(tmp_path: Path, clock: Clock) -
         storage.close()
 
 
-def test_a_store_attached_without_a_broker_works_with_the_recording_producer(
-    tmp_path: Path,
+def test_a_store_opened_on_in_memory_clients_restores_what_it_wrote(
+    cluster: MemoryCluster,
 ) -> None:
-    store = ChangelogStore("app", "s", MemoryBackend(), consumer_config={}, source_topic="in")
-    part = store.attach(0)
-    assert store.partition(0) is part
+    def store() -> ChangelogStore:
+        return ChangelogStore(
+            "app",
+            "s",
+            MemoryBackend(),
+            consumer_config={},
+            make_consumer=cluster.consumer,
+            source_topic="in",
+        )
+
+    first = store()
+    part = first.open(0, None)
+    assert first.partition(0) is part
     part.transaction().set("k", b"v")
-    producer = RecordingProducer()
+    producer = cluster.producer({})
     part.flush(producer, source_offset=1)
     producer.flush()
     part.apply()
-    assert [r.key for r in producer.records(TOPIC, 0)] == [b"k"]
-    store.close(0, keep=False)
+    assert [r.key for r in cluster.records(TOPIC, 0)] == [b"k"]
+    first.close(0, keep=False)
     with pytest.raises(StateError, match="not open"):
-        store.partition(0)
+        first.partition(0)
+    restored = store().open(0, committed_offset=1)
+    assert restored.transaction().get("k") == b"v"
+    assert restored.restore is not None and restored.restore.applied == 1
 
 
 def test_the_progress_bar_accepts_restore_progress_off_a_terminal() -> None:
@@ -244,10 +279,14 @@ def test_the_progress_bar_accepts_restore_progress_off_a_terminal() -> None:
     assert console.file.getvalue() == ""  # type: ignore[attr-defined]
 
 
-def test_a_routed_store_reads_and_writes_the_current_records_partition() -> None:
-    store = ChangelogStore("app", "s", MemoryBackend(), consumer_config={})
+def test_a_routed_store_reads_and_writes_the_current_records_partition(
+    cluster: MemoryCluster,
+) -> None:
+    store = ChangelogStore(
+        "app", "s", MemoryBackend(), consumer_config={}, make_consumer=cluster.consumer
+    )
     for p in (0, 1):
-        store.attach(p)
+        store.open(p, None)
     current = [0]
     routed = RoutedStore(store, lambda: current[0])
     routed.set("k", b"zero")
@@ -267,18 +306,22 @@ def test_a_routed_store_reads_and_writes_the_current_records_partition() -> None
         routed.get("k")
 
 
-def test_a_state_manager_flushes_and_applies_the_partitions_it_is_told(tmp_path: Path) -> None:
-    manager = StateManager("app", consumer_config={}, state_dir=tmp_path)
+def test_a_state_manager_flushes_and_applies_the_partitions_it_is_told(
+    cluster: MemoryCluster, tmp_path: Path
+) -> None:
+    manager = StateManager(
+        "app", consumer_config={}, make_consumer=cluster.consumer, state_dir=tmp_path
+    )
     manager.add_store("s", MemoryBackend(), source_topic="orders")
     manager.add_store("other", MemoryBackend(), source_topic="payments")
     for p in (0, 1):
-        manager.attach("orders", p)
+        manager.assign("orders", p, None)
     current = [0]
     routed = manager.routed("s", lambda: current[0])
     routed.set("k", b"p0")
     current[0] = 1
     routed.set("k", b"p1")
-    producer = RecordingProducer()
+    producer = cluster.producer({})
     assert manager.flush(producer, {("orders", 0): 7}) == 1  # partition 1 not yet due
     producer.flush()
     manager.check_delivered()

@@ -10,15 +10,12 @@ changelog at the end.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.state import Checkpoint, Entry, MemoryBackend
-from streams.state.restore import ChangelogReplay
+from streams.state import Entry, MemoryBackend
 from streams.state.store import ChangelogStore
-from streams.state.testing import RecordingProducer
+from streams.testing.memory import MemoryCluster
 
 TOPIC = "app-s-changelog"
 
@@ -29,14 +26,21 @@ ops = st.lists(
 intervals = st.lists(st.tuples(ops, st.booleans()), min_size=1, max_size=12)
 
 
-def restore(producer: RecordingProducer, committed: int) -> dict[bytes, Entry]:
-    """What a restore (the library's replay) makes of the whole changelog."""
-    storage = MemoryBackend().open(Path("replica"))
-    replay = ChangelogReplay(
-        storage, topic=TOPIC, partition=0, start_offset=0, committed_offset=committed
+def store_on(cluster: MemoryCluster) -> ChangelogStore:
+    """A store whose restores read ``cluster``'s changelog."""
+    return ChangelogStore(
+        "app",
+        "s",
+        MemoryBackend(),
+        consumer_config={},
+        make_consumer=cluster.consumer,
+        source_topic="in",
     )
-    replay.apply(producer.messages(TOPIC, 0))
-    return dict(storage.items())
+
+
+def restore(cluster: MemoryCluster, committed: int) -> dict[bytes, Entry]:
+    """What a restore makes of the whole changelog: a new store opened at ``committed``."""
+    return dict(store_on(cluster).open(0, committed).storage.items())
 
 
 @settings(max_examples=150, deadline=None)
@@ -44,9 +48,11 @@ def restore(producer: RecordingProducer, committed: int) -> dict[bytes, Entry]:
 def test_crashes_between_changelog_write_and_commit_converge(
     stream: list[tuple[list[tuple[str, bytes | None]], bool]],
 ) -> None:
-    store = ChangelogStore("app", "s", MemoryBackend(), consumer_config={}, source_topic="in")
-    producer = RecordingProducer()
-    part = store.attach(0)
+    cluster = MemoryCluster()
+    cluster.create_topic(TOPIC, 1)
+    producer = cluster.producer({})
+    store = store_on(cluster)
+    part = store.open(0, 0)
     model: dict[bytes, Entry] = {}
     committed = 0
     for batch, crash in stream:
@@ -65,11 +71,8 @@ def test_crashes_between_changelog_write_and_commit_converge(
                 # The process dies before committing: a new instance restores and redoes it.
                 part.abort()
                 store.close(0, keep=False)
-                part = store.attach(0)
-                restored = restore(producer, committed)
-                assert restored == model  # nothing of the uncommitted interval is back
-                part.storage.write(dict(restored))
-                part.checkpoint = Checkpoint(TOPIC, 0, committed)
+                part = store.open(0, committed)  # restored from the changelog
+                assert dict(part.storage.items()) == model  # nothing uncommitted is back
                 continue
             part.apply()
             committed = offset_after
@@ -79,4 +82,4 @@ def test_crashes_between_changelog_write_and_commit_converge(
             else:
                 model[key.encode()] = Entry(value)
     assert dict(part.storage.items()) == model
-    assert restore(producer, committed) == model
+    assert restore(cluster, committed) == model

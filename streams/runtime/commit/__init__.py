@@ -14,14 +14,9 @@ All implement ``streams.pipeline.commit.Committer``; ``make_committer`` picks on
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from streams.logs import Logger
 from streams.pipeline.commit import Committer
-from streams.pipeline.offsets import Partitions
-from streams.pipeline.produce import OutputSink
 from streams.runtime.commit.checkpoint import CheckpointCommitter
+from streams.runtime.commit.context import CommitContext
 from streams.runtime.commit.offsets import OffsetCommitter
 from streams.runtime.commit.transaction import (
     ProducerFencedError,
@@ -32,6 +27,7 @@ from streams.state import StateManager
 
 __all__ = [
     "CheckpointCommitter",
+    "CommitContext",
     "OffsetCommitter",
     "ProducerFencedError",
     "TransactionCommitter",
@@ -41,47 +37,12 @@ __all__ = [
 
 
 def make_committer(
-    *,
-    exactly_once: bool,
-    consumer: Any,
-    admin: Any,
-    sink: OutputSink,
-    make_producer: Callable[[], Any],
-    partitions: Partitions,
-    state: StateManager | None,
-    transactional_id: str | None,
-    timeout: float,
-    log: Logger,
+    ctx: CommitContext, state: StateManager | None, transactional_id: str | None
 ) -> Committer:
-    """The committer for a guarantee and a state (see the module docstring)."""
-    if exactly_once:
-        return TransactionCommitter(
-            consumer=consumer,
-            admin=admin,
-            sink=sink,
-            make_producer=make_producer,
-            partitions=partitions,
-            state=state,
-            transactional_id=transactional_id or "",
-            timeout=timeout,
-            log=log,
-        )
+    """The committer for a guarantee (exactly-once when given a ``transactional_id``) and a
+    state (see the module docstring)."""
+    if transactional_id is not None:
+        return TransactionCommitter(ctx, state, transactional_id)
     if state is not None:
-        return CheckpointCommitter(
-            consumer=consumer,
-            admin=admin,
-            sink=sink,
-            make_producer=make_producer,
-            partitions=partitions,
-            state=state,
-            timeout=timeout,
-            log=log,
-        )
-    return OffsetCommitter(
-        consumer=consumer,
-        sink=sink,
-        make_producer=make_producer,
-        partitions=partitions,
-        timeout=timeout,
-        log=log,
-    )
+        return CheckpointCommitter(ctx, state)
+    return OffsetCommitter(ctx)

@@ -18,16 +18,15 @@ before any of their records is processed (blocks for the restores).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
 from confluent_kafka import KafkaException
 
 from streams.coordinates import TP
-from streams.logs import Logger
 from streams.pipeline.offsets import PartitionOffsets, Partitions
-from streams.pipeline.produce import OutputSink
+from streams.runtime.commit.context import CommitContext
 from streams.runtime.commit.positions import (
     finished_positions,
     mark_committed,
@@ -47,26 +46,15 @@ class Phase(Enum):
 class CheckpointCommitter:
     """Implements ``streams.pipeline.commit.Committer`` for at-least-once with stores."""
 
-    def __init__(
-        self,
-        *,
-        consumer: Any,
-        admin: Any,
-        sink: OutputSink,
-        make_producer: Callable[[], Any],
-        partitions: Partitions,
-        state: StateManager,
-        timeout: float,
-        log: Logger,
-    ) -> None:
-        self._consumer = consumer
-        self._admin = admin
-        self._sink = sink
-        self._make_producer = make_producer
-        self._partitions = partitions
+    def __init__(self, ctx: CommitContext, state: StateManager) -> None:
+        self._consumer = ctx.consumer
+        self._admin = ctx.admin
+        self._sink = ctx.sink
+        self._make_producer = ctx.make_producer
+        self._partitions = ctx.partitions
         self._state = state
-        self._timeout = timeout
-        self._log = log
+        self._timeout = ctx.timeout
+        self._log = ctx.log
         self._phase = Phase.RUNNING
         self.commits = 0
 

@@ -9,37 +9,26 @@ stops before it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from streams.coordinates import TP
-from streams.logs import Logger
-from streams.pipeline.offsets import PartitionOffsets, Partitions
-from streams.pipeline.produce import OutputSink
+from streams.pipeline.offsets import PartitionOffsets
+from streams.runtime.commit.context import CommitContext
 from streams.runtime.commit.positions import settle_outputs
 
 
 class OffsetCommitter:
     """Implements ``streams.pipeline.commit.Committer`` for stateless at-least-once."""
 
-    def __init__(
-        self,
-        *,
-        consumer: Any,
-        sink: OutputSink,
-        make_producer: Callable[[], Any],
-        partitions: Partitions,
-        timeout: float,
-        log: Logger,
-    ) -> None:
-        self._consumer = consumer
-        self._sink = sink
-        self._make_producer = make_producer
-        self._partitions = partitions
-        self._timeout = timeout
-        self._log = log
+    def __init__(self, ctx: CommitContext) -> None:
+        self._consumer = ctx.consumer
+        self._sink = ctx.sink
+        self._make_producer = ctx.make_producer
+        self._partitions = ctx.partitions
+        self._timeout = ctx.timeout
+        self._log = ctx.log
 
     def start(self) -> None:
         return None

@@ -20,14 +20,13 @@ The transaction's lifecycle is a ``TxnPhase``, checked at each transition.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from enum import Enum
 from typing import Any, Protocol, cast
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from streams.coordinates import TP
-from streams.logs import Logger
 from streams.pipeline.errors import (
     FENCED,
     BrokerUnavailable,
@@ -35,9 +34,9 @@ from streams.pipeline.errors import (
     transient,
     unavailable,
 )
-from streams.pipeline.offsets import Partitions
-from streams.pipeline.produce import OutputSink, Producer
+from streams.pipeline.produce import Producer
 from streams.runtime.commit.checkpoint import ensure_changelogs, restore
+from streams.runtime.commit.context import CommitContext
 from streams.runtime.commit.positions import (
     finished_positions,
     mark_committed,
@@ -79,27 +78,17 @@ class TransactionCommitter:
     """Implements ``streams.pipeline.commit.Committer`` for exactly-once."""
 
     def __init__(
-        self,
-        *,
-        consumer: Any,
-        admin: Any,
-        sink: OutputSink,
-        make_producer: Callable[[], Any],
-        partitions: Partitions,
-        state: StateManager | None,
-        transactional_id: str,
-        timeout: float,
-        log: Logger,
+        self, ctx: CommitContext, state: StateManager | None, transactional_id: str
     ) -> None:
-        self._consumer = consumer
-        self._admin = admin
-        self._sink = sink
-        self._make_producer = make_producer
-        self._partitions = partitions
+        self._consumer = ctx.consumer
+        self._admin = ctx.admin
+        self._sink = ctx.sink
+        self._make_producer = ctx.make_producer
+        self._partitions = ctx.partitions
         self._state = state
         self.transactional_id = transactional_id
-        self._timeout = timeout
-        self._log = log
+        self._timeout = ctx.timeout
+        self._log = ctx.log
         self.phase = TxnPhase.IDLE
         self._interrupted: BrokerUnavailable | None = None  # an outage met in a callback
         self.commits = 0
