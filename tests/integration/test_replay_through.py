@@ -60,7 +60,7 @@ def test_a_range_through_a_topology_writes_exactly_its_outputs(
     kafka_bootstrap: str, make_topic: TopicFactory, owned: list[str]
 ) -> None:
     source = make_topic("orders", partitions=4)
-    produce_envelopes(kafka_bootstrap, source, import_file(ORDERS).sample_orders(120), CODEC)
+    produce_envelopes(kafka_bootstrap, source, import_file(ORDERS).sample_orders(240), CODEC)
     before = ids_by_partition(kafka_bootstrap, source)
     assert all(len(ids) >= 10 for ids in before.values())
 
