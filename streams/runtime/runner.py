@@ -114,7 +114,12 @@ class Runtime:
         def make_producer() -> Any:
             return clients.producer(config.producer_config(tid))
 
-        consumer_config = {**config.consumer_config(app), **consumer_overrides(topology)}
+        consumer_config = {
+            **config.consumer_config(app),
+            **consumer_overrides(topology),
+            "error_cb": self._client_error,
+        }
+        self._outage: KafkaError | None = None
         self._admin = clients.admin()
         self._consumer = consumer = clients.consumer(consumer_config)
         self._sink = sink = OutputSink(make_producer())
@@ -180,6 +185,7 @@ class Runtime:
                     self.turn()
                 except BrokerUnavailable as exc:  # an outage: wait, rewind, go on
                     self._recovery.recover(exc)
+                    self._outage = None  # what the consumer said during it is over
         except ProcessingError as exc:
             failure = exc
             raise RecordFailed(str(exc)) from exc.failure.error
@@ -228,6 +234,8 @@ class Runtime:
                 continue
             head.submit(record(msg))
         head.poll()
+        if self._outage is not None:
+            raise BrokerUnavailable(f"the consumer lost every broker: {self._outage.str()}")
         if self._on_tick is not None:
             self._tick()
         return len(batch)
@@ -244,6 +252,13 @@ class Runtime:
         if first is None:
             return []
         return [first, *consumer.consume(n - 1, timeout=0)] if n > 1 else [first]
+
+    def _client_error(self, err: KafkaError) -> None:
+        """librdkafka's errors that belong to no record (``error_cb``, served inside
+        ``consume``/``poll``): every broker lost is an outage even with nothing in flight
+        to fail, recovered like any other at the end of the turn."""
+        if err.code() == KafkaError._ALL_BROKERS_DOWN:
+            self._outage = err
 
     def _consumer_error(self, err: KafkaError) -> None:
         if err.code() == KafkaError._PARTITION_EOF:

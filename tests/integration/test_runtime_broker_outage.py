@@ -3,8 +3,9 @@
 A broker of the test's own (the session broker is shared) is stopped while a `streams run`
 instance is copying a stream, kept down until the instance's outputs have failed on the
 producer's shortened delivery/transaction timeouts (the instance logs the outage), then
-started again on the same port and data. The instance stays alive, and the rest of the
-stream is produced after the return:
+started again on the same port and data; once mid-stream, once with the instance caught up
+(nothing in flight to fail: its consumer losing every broker is the outage). The instance
+stays alive, and the rest of the stream is produced after the return:
 
 - exactly-once: a read_committed consumer of the output sees every input exactly once
   (the open transaction was aborted and its partitions rewound);
@@ -71,14 +72,21 @@ def ce_id(msg: Message) -> str:
     return next(v.decode() for k, v in headers if k == "ce_id")
 
 
-@pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
+@pytest.mark.parametrize(
+    ("guarantee", "moment"),
+    [
+        ("exactly_once", "mid-stream"),
+        ("at_least_once", "mid-stream"),
+        ("at_least_once", "caught-up"),
+    ],
+)
 def test_the_instance_recovers_when_the_broker_returns(
-    broker: LocalBroker, tmp_path: Path, guarantee: str
+    broker: LocalBroker, tmp_path: Path, guarantee: str, moment: str
 ) -> None:
     bootstrap = broker.bootstrap
     codec = AvroCodec(default_catalog())
-    topic = f"outage-in-{guarantee}"
-    app_id = f"outage-{guarantee}"
+    topic = f"outage-in-{guarantee}-{moment}"
+    app_id = f"outage-{guarantee}-{moment}"
     create_topic(admin_client(bootstrap), topic, partitions=3)
     sent = inputs(BEFORE + DURING + AFTER)
     produce_envelopes(bootstrap, topic, sent[:BEFORE], codec)
@@ -104,6 +112,8 @@ def test_the_instance_recovers_when_the_broker_returns(
             early.wait_for(lambda rs: len(rs) >= BEFORE, 60, what="the first outputs")
             produce_envelopes(bootstrap, topic, sent[BEFORE : BEFORE + DURING], codec)
             early.wait_for(lambda rs: len(rs) > BEFORE, 30, what="outputs of the second part")
+            if moment == "caught-up":
+                early.wait_for(lambda rs: len(rs) >= BEFORE + DURING, 60, what="every output")
         broker.down()  # mid-stream: the instance has a backlog, a transaction open
         # Down until the instance's outputs have failed (it says so once), or it died.
         wait_until(
