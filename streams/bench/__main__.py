@@ -13,7 +13,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from streams.bench import bare_client, codec, failures, pipeline, retry_routing, state
+from streams.bench import bare_client, codec, failures, pipeline, retry_routing, state, throughput
 from streams.bench import dedup as dedup_bench
 from streams.bench import replay as replay_bench
 from streams.bench.core import BenchContext, Row, peak_rss_mb
@@ -30,6 +30,7 @@ SECTIONS: dict[str, Callable[[BenchContext], list[Row]]] = {
     "pipeline": pipeline.run,
     "replay": replay_bench.run,
     "retry_routing": retry_routing.run,
+    "throughput": throughput.run,
 }
 
 

@@ -5,7 +5,7 @@ No broker: this is the CPU cost the runtime pays per record. Both loops run over
 
 - ``AvroCodec``: ``encode(env)`` (value + headers) then ``decode(value, headers)`` back to
   an ``Envelope``, with header checks. It writes and reads the fixed envelope record
-  itself (``streams.codec.envelope_wire``: fastavro's bytes, checked by property tests) and
+  itself
   the payload with fastavro, so it can beat the baseline below;
 - bare fastavro, same wire bytes: ``schemaless_writer`` of the payload, then of the
   envelope record holding it, then two ``schemaless_reader`` calls; nothing else. This is

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import resource
 import signal
 import subprocess
+import sys
 import time
+import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from streams.admin import admin_client, create_topic, delete_topics
+from streams.runtime import RuntimeConfig
+from streams.runtime.topics import prepare_topics
 from streams.testing.topics import unique_topic_name
+from streams.topology import load_topology
+
+PARTITIONS = 4
+Relay = Callable[[str, str, str], None]
+"""A bare loop: ``relay(bootstrap, source, target)`` runs forever in a forked process."""
 
 
 @dataclass(frozen=True)
@@ -107,3 +120,172 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def produce_values(
+    bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes, Any]]
+) -> int:
+    """Write ``(key, value, headers)`` records with the runtime's producer settings; waits
+    for every acknowledgement. Returns how many."""
+    producer = Producer(RuntimeConfig(bootstrap=bootstrap).producer_config())
+    n = 0
+    for key, value, headers in records:
+        while True:
+            try:
+                producer.produce(topic, value, key, headers=headers)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        n += 1
+        if n % 5_000 == 0:
+            producer.poll(0)
+    producer.flush(120)
+    return n
+
+
+def relay_clients(bootstrap: str) -> tuple[Consumer, Producer]:
+    """The bare loops' clients: the runtime's producer settings; a consumer with librdkafka's
+    defaults (the runtime's smaller prefetch is one of its costs, measured against them)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-bare-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    return consumer, Producer(RuntimeConfig(bootstrap=bootstrap).producer_config())
+
+
+def relay_rate(
+    ctx: BenchContext, relay: Relay, source: str, hint: str, count: int | None = None
+) -> tuple[float, float]:
+    """Records/s of ``relay`` (run in a forked process) until ``count`` outputs (default
+    ``ctx.records``), and its peak RSS in MB."""
+    target = ctx.topic(hint, partitions=PARTITIONS)
+    proc = multiprocessing.get_context("fork").Process(
+        target=relay, args=(ctx.bootstrap, source, target), daemon=True
+    )
+    proc.start()
+    n = ctx.records if count is None else count
+    try:
+        seconds = watch_outputs(ctx.bootstrap, [target], n, partitions=PARTITIONS)
+        return n / seconds, peak_rss_of(proc.pid or 0)
+    finally:
+        proc.kill()
+        proc.join()
+
+
+def peak_rss_of(pid: int) -> float:
+    """Peak resident memory (VmHWM) of process ``pid``, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def start_instance(
+    ctx: BenchContext, path: Path, app_id: str, source: str, *args: str
+) -> tuple[subprocess.Popen[bytes], list[str]]:
+    """Create the app's output topics (so the watcher sees them from the start), then start
+    ``streams run`` on them (``args``: more options). Returns the process and the outputs."""
+    topology = load_topology(path, app_id=app_id, params={"input": source})
+    prepare_topics(ctx.admin, topology)
+    cmd = [sys.executable, "-m", "streams", "run", str(path), "--app-id", app_id]
+    cmd += ["--set", f"input={source}", "--bootstrap", ctx.bootstrap, "--no-status", *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, topology.topics_written
+
+
+def drop_app_topics(ctx: BenchContext, app_id: str) -> None:
+    """Delete every topic of ``app_id`` (outputs, changelogs, retry tiers)."""
+    topics = ctx.admin.list_topics(timeout=30).topics
+    delete_topics(ctx.admin, [t for t in topics if t.startswith(app_id)])
+
+
+Sample = Callable[[int, int], list[Any]]
+"""``sample(count, seed)``: that many input envelopes, the same for the same seed."""
+
+
+def latency_rows(
+    ctx: BenchContext,
+    section: str,
+    path: Path,
+    sample: Sample,
+    *,
+    rate: int,
+    seconds: int,
+    codec: Any,
+) -> list[Row]:
+    """p50 and p99 end-to-end latency of ``streams run path``: envelopes written at
+    ``rate`` per second for ``seconds``, each timed from its write until an output caused
+    by it (``causation_id``) is read."""
+    source = ctx.topic(f"{section}-lat-in", partitions=PARTITIONS)
+    app_id = unique_topic_name(f"bench-{section}-lat")
+    proc, outputs = start_instance(ctx, path, app_id, source)
+    reader = Consumer(
+        {
+            "bootstrap.servers": ctx.bootstrap,
+            "group.id": f"bench-lat-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 5,
+            "topic.metadata.refresh.interval.ms": 1_000,
+        }
+    )
+
+    def record(msg: Any) -> None:
+        if msg.error() is not None:
+            return
+        env = codec.decode(msg.value(), msg.headers())
+        t0 = sent.pop(env.causation_id or "", None)
+        if t0 is not None:
+            latencies.append((time.perf_counter() - t0) * 1000)
+
+    sent: dict[str, float] = {}
+    latencies: list[float] = []
+    try:
+        # Warm up: the instance has joined its group once its first output is readable.
+        warm = sample(20, 1)
+        produce_values(ctx.bootstrap, source, _encoded(warm, codec))
+        watch_outputs(ctx.bootstrap, outputs, len(warm), partitions=PARTITIONS, timeout=120)
+        reader.subscribe(outputs)
+        producer = Producer(
+            {**RuntimeConfig(bootstrap=ctx.bootstrap).producer_config(), "linger.ms": 0}
+        )
+        envelopes = sample(rate * seconds, 2)
+        start = time.perf_counter()
+        for i, env in enumerate(envelopes):
+            due = start + i / rate
+            while (now := time.perf_counter()) < due:
+                for msg in reader.consume(100, timeout=min(due - now, 0.005)):
+                    record(msg)
+            value, headers = codec.encode(env)
+            sent[env.id] = time.perf_counter()
+            producer.produce(source, value, (env.key or "").encode(), headers=headers)
+            producer.poll(0)
+        producer.flush(30)
+        deadline = time.monotonic() + 60
+        while len(latencies) < len(envelopes) and time.monotonic() < deadline:
+            for msg in reader.consume(500, timeout=0.2):
+                record(msg)
+    finally:
+        reader.close()
+        stop_process(proc)
+        drop_app_topics(ctx, app_id)
+    latencies.sort()
+    if not latencies:
+        raise RuntimeError("no output arrived in the latency run")
+    note = f"{rate:,}/s for {seconds} s, {len(latencies):,} samples"
+    return [
+        Row(section, "end-to-end latency p50", _pct(latencies, 0.50), "ms", note=note),
+        Row(section, "end-to-end latency p99", _pct(latencies, 0.99), "ms", note=note),
+    ]
+
+
+def _encoded(envelopes: Iterable[Any], codec: Any) -> Iterable[tuple[bytes, bytes, Any]]:
+    for env in envelopes:
+        value, headers = codec.encode(env)
+        yield (env.key or "").encode(), value, headers
+
+
+def _pct(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(int(q * len(sorted_values)), len(sorted_values) - 1)]

@@ -15,8 +15,8 @@ import sys
 from collections.abc import Iterator
 
 from streams.admin import delete_topics
-from streams.bench.core import BenchContext, Row, stop_process, watch_outputs
-from streams.bench.pipeline import PARTITIONS, _produce  # the same input as pipeline
+from streams.bench.core import PARTITIONS, BenchContext, Row, stop_process, watch_outputs
+from streams.bench.pipeline import produce_orders  # the same input as pipeline
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.examples import example_path
@@ -64,7 +64,7 @@ def _rate(ctx: BenchContext, source: str, retry: str) -> float:
 def run(ctx: BenchContext) -> list[Row]:
     n = ctx.records
     source = ctx.topic("retry-routing-in", partitions=PARTITIONS)
-    _produce(ctx.bootstrap, source, _payments(n), AvroCodec(default_catalog()))
+    produce_orders(ctx.bootstrap, source, _payments(n), AvroCodec(default_catalog()))
     plain = _rate(ctx, source, "none")
     routed = _rate(ctx, source, "1s, 1s")
     note = f"{n:,} payments, {PARTITIONS} partitions, none fails"

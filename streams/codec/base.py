@@ -16,7 +16,9 @@ class Codec(Protocol):
 
     ``encode`` raises ``EncodeError`` (naming the field) when the payload does not fit its
     schema. ``decode`` raises only ``DecodeError`` subclasses on bad input, whatever the
-    bytes; ``version`` is the payload version the reader wants (None: as written).
+    bytes; ``version`` is the payload version the reader wants (None: as written); with
+    ``lazy`` a codec may leave the payload to be decoded when ``data`` is first read (its
+    errors are then raised there), the metadata still checked at once.
     """
 
     def encode(self, env: Envelope) -> tuple[bytes, KafkaHeaders]: ...
@@ -27,6 +29,7 @@ class Codec(Protocol):
         headers: Headers | None = None,
         *,
         version: int | None = None,
+        lazy: bool = False,
     ) -> Envelope: ...
 
     def peek_type(self, headers: Headers | None) -> tuple[str, int] | None: ...

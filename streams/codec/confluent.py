@@ -145,6 +145,7 @@ class ConfluentAvroCodec:
         headers: h.Headers | None = None,
         *,
         version: int | None = None,
+        lazy: bool = False,
     ) -> Envelope:
         """The envelope: payload from the value, metadata from the headers.
 

@@ -120,6 +120,13 @@ class Payloads:
             is_bytes = False
         return current
 
+    def decode_plan(self, type_: str, writer: int, target: int) -> None:
+        """Check that version ``writer`` data can be read as ``target`` (the plan is made
+        and cached); raises UnknownTypeError/UnknownVersionError, NoResolutionPathError."""
+        self.writer_schema(type_, writer)
+        if (type_, writer, target) not in self._plans:
+            self._plan(type_, writer, target)
+
     def writer_schema(self, type_: str, version: int) -> Any:
         try:
             return self.catalog.get(type_, version)

@@ -1,8 +1,9 @@
 """Committing: the ``Committer`` contract and ``Commit``, the chain's last step.
 
-A record that reaches ``Commit`` is processed: its processing token is released, so its
-offset commits once every write it caused is acknowledged (``streams.pipeline.offsets``).
-``Commit.poll`` asks the committer for a commit every ``interval_s`` (0: every poll).
+A record that reaches ``Commit`` is processed: its partition's position moves past it
+(``streams.pipeline.offsets``). ``Commit.poll`` asks the committer for a commit every
+``interval_s`` (0: every poll); a committer flushes the writes first and commits positions
+only when none failed.
 
 A committer owns what a commit makes durable, and when. The runtime has three, one per
 guarantee and state (``streams.runtime.commit``): offsets (at-least-once, no state),
@@ -53,7 +54,7 @@ class Committer(Protocol):
 
 
 class Commit:
-    """The last step: releases each record's processing token; commits on schedule."""
+    """The last step: moves each record's partition past it; commits on schedule."""
 
     __slots__ = ("_clock", "_committer", "_interval", "_last")
 
@@ -69,7 +70,9 @@ class Commit:
         self._last = clock()
 
     def submit(self, record: Record) -> None:
-        record.entry.release()
+        offsets = record.offsets
+        if offsets is not None:
+            offsets.position = record.offset + 1
 
     def poll(self) -> None:
         now = self._clock()

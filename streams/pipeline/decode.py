@@ -22,16 +22,22 @@ class UnexpectedTypeError(DecodeError):
 
 
 def decode_source(
-    codec: Codec, source: SourceNode, value: bytes | None, headers: Headers | None
+    codec: Codec,
+    source: SourceNode,
+    value: bytes | None,
+    headers: Headers | None,
+    *,
+    lazy: bool = False,
 ) -> Envelope:
-    """The record as ``source.type`` at the source's reader version.
+    """The record as ``source.type`` at the source's reader version (with ``lazy``, its
+    payload decoded when first read: see ``Codec.decode``).
 
     Raises DecodeError (never anything else) for bytes that are not an envelope, a schema
     the catalog lacks, or an envelope of another type. The happy path decodes once; the
     headers are consulted only to explain a failure (a stray type usually fails to resolve
     to the source's version before its type can be compared)."""
     try:
-        env = codec.decode(value, headers, version=source.version)
+        env = codec.decode(value, headers, version=source.version, lazy=lazy)
     except DecodeError:
         found = peek_type(headers)
         if found is not None and found[0] != source.type:
@@ -47,7 +53,11 @@ def decode_source(
 
 
 class Decode:
-    """Decodes a record as its input topic's source declares; raises ``DecodeError``."""
+    """Decodes a record as its input topic's source declares; raises ``DecodeError``.
+
+    The payload is left for the first step that reads ``data`` (a step that routes on the
+    metadata never pays for it, and an envelope passed on unchanged is written from its
+    original bytes); its decode errors are the attempt's decode failures all the same."""
 
     __slots__ = ("_codec", "_sources")
 
@@ -57,7 +67,11 @@ class Decode:
 
     def __call__(self, record: Record) -> Envelope:
         env = decode_source(
-            self._codec, self._sources[record.source_topic], record.value, record.headers
+            self._codec,
+            self._sources[record.source_topic],
+            record.value,
+            record.headers,
+            lazy=True,
         )
         record.envelope = env
         return env

@@ -10,6 +10,8 @@ is atomic:
 - failure: returns an ``AttemptFailure`` (where: ``decode`` or the step's name; the
   error; the step's own error policy); no output is kept and every store write of the
   attempt is rolled back, so a skipped, retried or dead-lettered record leaves no trace.
+  The payload is decoded where a step first reads it: its errors are decode failures
+  wherever they are raised.
 
 Raises only what is not a record's failure (a broken codec, ``StoreClosedError`` for a
 partition that is not open).
@@ -85,6 +87,8 @@ class Attempt:
             plan.entries[record.source_topic](env)
         except StepFailed as exc:
             self._undo()
+            if isinstance(exc.error, DecodeError):  # the payload, decoded where first read
+                return AttemptFailure(Stage.DECODE, "decode", exc.error, None)
             return AttemptFailure(Stage.PROCESS, exc.step, exc.error, exc.policy)
         except BaseException:
             self._undo()

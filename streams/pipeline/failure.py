@@ -10,8 +10,8 @@ Chosen once from the topology (``streams.pipeline.chain``):
 - ``RetryOrDeadLetter``, with a retry policy on the topology or a step: every record is
   first admitted by the ``FailureHandler`` (process it, park it behind its key's record
   in a retry tier, or skip a stale copy); a failed attempt is written to its retry tier
-  or the DLQ (``Route``) under the record's entry; a record that settles releases the next
-  record parked behind it, which is processed at once under the same entry. Parked and
+  or the DLQ (``Route``); a record that settles releases the next record parked behind
+  it, which is processed at once (its writes commit with the record that released it). Parked and
   stale records are passed on with nothing written: their offset commits once the
   waiting room's change is durable (the committer flushes stores before offsets).
 
@@ -134,7 +134,7 @@ class RetryOrDeadLetter(Forward):
             # After a crash: its key's head, let out of the room but never finished, is
             # processed in this copy's place.
             self.next.submit(record)
-            current = Record.released(head, record.entry)
+            current = Record.released(head)
         while current is not None:
             current = self._process(current)
 
@@ -161,11 +161,10 @@ class RetryOrDeadLetter(Forward):
                 headers=route.headers,
                 partition=route.partition,
                 timestamp=route.timestamp,
-                entry=record.entry,
             )
             self._stats.failures = handler.metrics.snapshot()
         self.next.submit(record)
-        return Record.released(released, record.entry) if released is not None else None
+        return Record.released(released) if released is not None else None
 
     def revoked(self, partitions: Sequence[TP]) -> None:
         self._handler.revoked(partitions)

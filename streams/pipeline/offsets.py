@@ -1,22 +1,22 @@
-"""Which records are in flight, per partition, so commits cover only finished work.
+"""Where each partition is: the position past its last finished record, and its commit.
 
-Each tracked record gets an ``InFlight`` entry, in offset order. An entry holds one token
-while its record is processed and one per write it caused; it is done when every token is
-released (processing finished, every write acknowledged). ``committable()`` is the offset
-to commit: one past the end of the contiguous prefix of done entries. Entries may finish in
-any order (writes are acknowledged out of order across topics); the committed offset never
-passes an unfinished record.
+Records of a partition are processed one at a time, in offset order, so a partition's
+progress is one number: ``position``, one past the last record that went through the whole
+chain (``Commit`` moves it); a record that failed without being handled never gets there,
+so nothing at or after it is committed. Writes are not tracked per record: a committer
+flushes the producer and checks that no write failed before it commits positions (what
+Kafka Streams does too), which costs one wait per commit instead of a Python object and a
+delivery callback per record.
 
-``Partitions`` is the one owner of the assigned partitions and their entries: the runtime's
-rebalance callbacks add and remove partitions, ``Track`` (the chain's first step after the
-retry gate) begins an entry per record, committers read and move the committed offsets,
-and ``rewind_to_committed`` (an aborted transaction, a broker outage) seeks every
-partition back to its committed offset and forgets its records in flight.
+``Partitions`` is the one owner of the assigned partitions: the runtime's rebalance
+callbacks add and remove them, ``Track`` (the chain's first step after the retry gate)
+hands each record its partition's ``PartitionOffsets``, committers read and move the
+committed offsets, and ``rewind_to_committed`` (an aborted transaction, a broker outage)
+seeks every partition back to its committed offset.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -30,73 +30,22 @@ from streams.pipeline.step import Forward, Step
 _LATEST = frozenset({"latest", "end", "largest"})
 
 
-class InFlight:
-    """One tracked record. ``hold()`` before work that must finish first, ``release()``
-    when it has."""
-
-    __slots__ = ("failed", "offset", "tokens")
-
-    def __init__(self, offset: int) -> None:
-        self.offset = offset
-        self.tokens = 1  # the processing itself
-        self.failed = False
-
-    def hold(self) -> None:
-        self.tokens += 1
-
-    def release(self) -> None:
-        self.tokens -= 1
-
-    @property
-    def done(self) -> bool:
-        return self.tokens == 0 and not self.failed
-
-
 class PartitionOffsets:
-    """The in-flight records of one partition, oldest first, and its committed offset."""
+    """One assigned partition: ``position`` (None until a record finished) and
+    ``committed`` (the last offset committed, once known)."""
 
-    __slots__ = ("_entries", "_next_commit", "committed", "partition", "topic")
+    __slots__ = ("committed", "partition", "position", "topic")
 
     def __init__(self, topic: str, partition: int, committed: int | None = None) -> None:
         self.topic = topic
         self.partition = partition
-        self._entries: deque[InFlight] = deque()
-        self._next_commit: int | None = None  # one past the finished prefix
-        self.committed = committed  # the last offset committed for this partition
-
-    def begin(self, offset: int) -> InFlight:
-        """Track a newly consumed record. Offsets must increase (they do within a partition)."""
-        if self._entries and offset <= self._entries[-1].offset:
-            raise ValueError(f"offset {offset} after {self._entries[-1].offset}")
-        entry = InFlight(offset)
-        self._entries.append(entry)
-        return entry
-
-    @property
-    def in_flight(self) -> int:
-        """Entries not known to be done (call ``committable()`` first to drop done ones)."""
-        return len(self._entries)
-
-    def committable(self) -> int | None:
-        """The offset to commit (next record to read), or None when nothing finished since
-        the start. Drops finished entries from the front as it goes."""
-        entries = self._entries
-        while entries and entries[0].done:
-            self._next_commit = entries.popleft().offset + 1
-        return self._next_commit
+        self.position: int | None = None
+        self.committed = committed
 
     def pending_commit(self) -> int | None:
-        """``committable()`` when it moved past the last commit, else None."""
-        nxt = self.committable()
-        if nxt is None or nxt == self.committed:
-            return None
-        return nxt
-
-    def finished(self) -> int | None:
-        """The position to commit when every tracked record is done, else None (a record
-        that failed or still waits for an acknowledgement holds the whole partition)."""
-        nxt = self.committable()
-        return None if nxt is None or self._entries else nxt
+        """``position`` when it moved past the last commit, else None."""
+        position = self.position
+        return None if position is None or position == self.committed else position
 
 
 class OffsetReader(Protocol):
@@ -177,7 +126,7 @@ class Partitions:
 
     def rewind_to_committed(self, exclude: Iterable[TP] = ()) -> list[TP]:
         """Seek every assigned partition (but ``exclude``) back to its committed offset and
-        forget its records in flight: what was processed since is processed again.
+        forget its progress: what was processed since is processed again.
         Raises ``BrokerUnavailable`` (offsets unreadable) or ``RuntimeFailure``."""
         skip = set(exclude)
         keys = [k for k in self._map if k not in skip]
@@ -189,7 +138,7 @@ class Partitions:
                     f"cannot rewind {topic}[{partition}] to offset {offset} "
                     f"({exc.args[0].str()}); stopping so the records are read again on restart"
                 ) from exc
-            self._map[(topic, partition)] = PartitionOffsets(topic, partition, offset)
+            self._map[(topic, partition)].position = None
         return keys
 
     def _error(self, exc: KafkaException, doing: str) -> RuntimeFailure:
@@ -199,8 +148,8 @@ class Partitions:
 
 
 class Track(Forward):
-    """Begins each record's in-flight entry. A record of a partition revoked while its
-    batch was in hand is dropped: the partition's new owner reads it."""
+    """Hands each record its partition's offsets. A record of a partition revoked while
+    its batch was in hand is dropped: the partition's new owner reads it."""
 
     __slots__ = ("_partitions", "_stats")
 
@@ -213,6 +162,6 @@ class Track(Forward):
         po = self._partitions._map.get((record.topic, record.partition))
         if po is None:
             return
-        record.entry = po.begin(record.offset)
+        record.offsets = po
         self._stats.consumed += 1
         self.next.submit(record)

@@ -1,17 +1,19 @@
-"""Writes: the producer and its acknowledgements (``OutputSink``), and the ``Produce`` step.
+"""Writes: the producer and its delivery errors (``OutputSink``), and the ``Produce`` step.
 
 Everything a runtime writes for a record goes through its ``OutputSink``: outputs, retry
-and dead-letter copies. Each write holds a token on the record's in-flight entry until the
-broker acknowledges it, so an offset commits only once every write it caused is durable.
-(Changelog records are the committer's: it flushes them at each checkpoint.)
+and dead-letter copies. (Changelog records are the committer's: it writes them at each
+checkpoint, through the same producer.)
 
-``send`` never blocks for long: when the producer's local queue is full it serves delivery
-callbacks until there is room. Acknowledgements arrive inside ``poll``/``flush``. A write the
-broker refuses (after the idempotent producer's own retries) marks its record failed, which
-stops commits of that partition at that record, and ``raise_errors`` reports it: a write
-that only timed out (the broker away) as ``BrokerUnavailable``, a refusal as
-``DeliveryError``. After an outage, ``reset()`` forgets the undelivered writes and
+Delivery reports come back for failures only (``delivery.report.only.error``, set by the
+runtime's producer config): a write costs no Python per acknowledgement. A committer
+flushes the producer before it commits (``flush`` returns how many writes are still
+outstanding) and commits nothing while a write failed: ``raise_errors`` reports the
+failures, a write that only timed out (the broker away) as ``BrokerUnavailable``, a
+refusal as ``DeliveryError``. After an outage, ``reset()`` forgets the failed writes and
 ``replace_producer`` swaps a producer in a fatal state for a new one.
+
+``send`` never blocks for long: when the producer's local queue is full it serves the
+producer's events until there is room.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, KafkaException
 
 from streams.pipeline.errors import BrokerUnavailable, DeliveryError, transient
-from streams.pipeline.offsets import InFlight
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Forward, Step
@@ -35,36 +36,27 @@ class Producer(Protocol):
     def poll(self, timeout: float = ...) -> int: ...
     def flush(self, timeout: float = ...) -> int: ...
     def purge(self, *args: Any, **kwargs: Any) -> None: ...
-
-
-class _Ack:
-    """Delivery callback of one write: releases the record's token, or marks it failed."""
-
-    __slots__ = ("entry", "sink")
-
-    def __init__(self, sink: OutputSink, entry: InFlight) -> None:
-        self.sink = sink
-        self.entry = entry
-
-    def __call__(self, err: KafkaError | None, msg: Any) -> None:
-        if err is not None:
-            self.entry.failed = True
-            self.sink.errors.append(f"{msg.topic()}: {err.str()}")
-            if err.fatal():  # the producer is unusable: recovery replaces it
-                self.sink.fatal = True
-            if not transient(err):
-                self.sink.refused += 1
-        self.entry.release()
+    def __len__(self) -> int: ...
 
 
 class OutputSink:
-    """A producer plus the bookkeeping of which record each write belongs to."""
+    """A producer plus the failures of its writes."""
 
     def __init__(self, producer: Producer) -> None:
         self.producer = producer
         self.errors: list[str] = []
         self.refused = 0  # errors that are not an outage (they stop the runtime)
         self.fatal = False  # a delivery error said the producer is in a fatal state
+        self._on_delivery = self._delivered  # one bound method for every write
+
+    def _delivered(self, err: KafkaError | None, msg: Any) -> None:
+        if err is None:  # a client that reports successes too
+            return
+        self.errors.append(f"{msg.topic()}: {err.str()}")
+        if err.fatal():  # the producer is unusable: recovery replaces it
+            self.fatal = True
+        if not transient(err):
+            self.refused += 1
 
     def send(
         self,
@@ -73,33 +65,33 @@ class OutputSink:
         key: bytes | None,
         value: bytes | None,
         headers: Sequence[tuple[str, bytes | None]],
-        entry: InFlight,
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> None:
-        """Queue one write caused by ``entry``'s record (partitioned by key unless given;
-        ``timestamp`` in ms, default now: retry and DLQ copies keep the record's own)."""
-        entry.hold()
+        """Queue one write (partitioned by key unless given; ``timestamp`` in ms, default
+        now: retry and DLQ copies keep the record's own)."""
         hdrs: Any = headers  # the stubs want a list of str|bytes values: ours is a subset
         # partition -1 is librdkafka's "unassigned": the partitioner picks from the key
         part = -1 if partition is None else partition
         ts = timestamp or 0  # 0: librdkafka stamps the current time
         produce = self.producer.produce
-        ack = _Ack(self, entry)
+        on_delivery = self._on_delivery
         while True:
             try:
-                produce(topic, value, key, part, on_delivery=ack, timestamp=ts, headers=hdrs)
+                produce(
+                    topic, value, key, part, on_delivery=on_delivery, timestamp=ts, headers=hdrs
+                )
                 return
-            except BufferError:  # local queue full: serve acks to make room
+            except BufferError:  # local queue full: serve the producer to make room
                 self.producer.poll(0.05)
 
     def poll(self) -> None:
-        """Serve delivery callbacks that are ready; never blocks."""
+        """Serve the producer's events that are ready; never blocks."""
         self.producer.poll(0)
 
     def flush(self, timeout_s: float) -> int:
-        """Wait until every write is acknowledged (or ``timeout_s``); returns how many are
-        still outstanding."""
+        """Wait until every write is acknowledged or failed (or ``timeout_s``); returns how
+        many are still outstanding."""
         return int(self.producer.flush(timeout_s))
 
     def raise_errors(self) -> None:
@@ -130,7 +122,7 @@ class OutputSink:
 
 
 class Produce(Forward):
-    """Sends each record's outputs, then hands the record on (its entry waits for the acks).
+    """Sends each record's outputs, then hands the record on.
 
     ``poll`` serves acknowledgements and raises ``BrokerUnavailable``/``DeliveryError`` for
     writes that failed; ``join`` flushes."""
@@ -145,9 +137,9 @@ class Produce(Forward):
     def submit(self, record: Record) -> None:
         outputs = record.outputs
         if outputs:
-            send, entry = self._sink.send, record.entry
+            send = self._sink.send
             for topic, key, value, headers in outputs:
-                send(topic, key=key, value=value, headers=headers, entry=entry)
+                send(topic, key=key, value=value, headers=headers)
             self._stats.produced += len(outputs)
         self.next.submit(record)
 

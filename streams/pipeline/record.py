@@ -8,8 +8,9 @@ The runtime's loop makes one ``Record`` per message it takes from the consumer
 - ``failure``: for a record read from a retry tier, its error headers, parsed once by the
   retry gate (which then leaves ``headers`` without them: what decoding and processors
   see); None for a record read from an input topic;
-- ``entry``: its in-flight entry, set by ``Track``; it holds the partition's commit back
-  until the record and every write it caused are done;
+- ``offsets``: its partition's ``PartitionOffsets``, set by ``Track``; ``Commit`` moves
+  the partition's position past the record once it went through the chain (None for a
+  record let out of a waiting room: the record that let it out moves its own partition);
 - ``envelope``: the decoded envelope, once decoded; ``outputs``: what the plan wrote for
   it, sent by ``Produce`` only once the attempt succeeded.
 
@@ -21,13 +22,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from streams.failures.headers import FailureInfo, Header, Headers, SourcePosition
+from streams.failures.headers import (
+    FailureInfo,
+    Header,
+    Headers,
+    SourcePosition,
+    strip_failure_headers,
+)
 from streams.topology.context import RecordMeta
 
 if TYPE_CHECKING:
     from streams.envelope import Envelope
     from streams.failures.parked import ParkedRecord
-    from streams.pipeline.offsets import InFlight
+    from streams.pipeline.offsets import PartitionOffsets
 
 Output = tuple[str, bytes | None, bytes, list[tuple[str, bytes]]]
 """A write the plan made: topic, key, value, headers (partitioned by key)."""
@@ -40,12 +47,12 @@ class Record:
     """One record in the chain (see the module docstring). Not thread-safe."""
 
     __slots__ = (
-        "entry",
         "envelope",
         "failure",
         "headers",
         "key",
         "offset",
+        "offsets",
         "outputs",
         "partition",
         "timestamp",
@@ -63,7 +70,6 @@ class Record:
         value: bytes | None,
         headers: Headers,
         failure: FailureInfo | None = None,
-        entry: InFlight | None = None,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -73,7 +79,7 @@ class Record:
         self.value = value
         self.headers = headers
         self.failure = failure
-        self.entry: InFlight = entry  # type: ignore[assignment]  # Track sets it first thing
+        self.offsets: PartitionOffsets | None = None
         self.envelope: Envelope | None = None
         self.outputs: list[Output] | tuple[Output, ...] = _NO_OUTPUTS
 
@@ -92,10 +98,9 @@ class Record:
         )
 
     @classmethod
-    def released(cls, parked: ParkedRecord, entry: InFlight) -> Record:
-        """A record let out of its key's waiting room, processed under ``entry`` (the
-        record that released it: one more token on it, so its offset waits for this one)."""
-        entry.hold()
+    def released(cls, parked: ParkedRecord) -> Record:
+        """A record let out of its key's waiting room (its offset was passed when it was
+        parked; the record that let it out commits with its writes)."""
         position = parked.position
         return cls(
             position.topic,
@@ -104,9 +109,8 @@ class Record:
             parked.timestamp,
             parked.key,
             parked.value,
-            parked.headers,
+            strip_failure_headers(parked.headers) if parked.failure else parked.headers,
             parked.failure,
-            entry,
         )
 
     # -- what failure routing reads (``streams.failures.handler.RecordLike``) ----------------

@@ -68,6 +68,8 @@ class RuntimeConfig:
             "compression.type": "lz4",
             # Java's default partitioner for keyed records: same partition from any client.
             "partitioner": "murmur2_random",
+            # No Python per acknowledged record: commits flush and check for failures.
+            "delivery.report.only.error": True,
             **eos,
             **self.producer,
         }

@@ -118,6 +118,10 @@ class ChangelogProducer(Protocol):
 
     def poll(self, timeout: float = ...) -> int: ...
 
+    def __len__(self) -> int:
+        """Records produced and not yet settled (acknowledged or failed)."""
+        ...
+
 
 class Transaction(Protocol):
     """The reads and writes of one store partition since its last flush.

@@ -79,24 +79,19 @@ _log = get_logger("streams.state")
 
 
 class _Delivery:
-    """Collects the delivery reports of one flush."""
+    """The failures of one flush's records (the runtime's producer reports failures only:
+    ``delivery.report.only.error``; a success report, from another producer, is ignored),
+    and the producer, to tell whether every record was settled."""
 
-    __slots__ = ("acked", "error", "expected", "last_offset")
+    __slots__ = ("error", "producer")
 
-    def __init__(self, expected: int) -> None:
-        self.expected = expected
-        self.acked = 0
-        self.last_offset = -1
+    def __init__(self, producer: ChangelogProducer) -> None:
+        self.producer = producer
         self.error: str | None = None
 
-    def __call__(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            if self.error is None:
-                self.error = str(err)
-            return
-        self.acked += 1
-        offset = msg.offset()
-        self.last_offset = max(self.last_offset, offset)
+    def __call__(self, err: Any, _msg: Any) -> None:
+        if err is not None and self.error is None:
+            self.error = str(err)
 
 
 class ChangelogPartition:
@@ -141,7 +136,7 @@ class ChangelogPartition:
             if key not in updates:
                 updates[key] = None
                 self.expired_total += 1
-        delivery = _Delivery(len(updates))
+        delivery = _Delivery(producer)
         self._pending = (updates, delivery, source_offset)
         self._tx.frozen = True
         if not updates:
@@ -171,22 +166,24 @@ class ChangelogPartition:
         return len(updates)
 
     def check_delivered(self) -> None:
-        """Raise :class:`ChangelogWriteError` unless every record of the flush is acked.
+        """Raise :class:`ChangelogWriteError` unless every record of the flush is acked:
+        none failed, and the producer holds nothing unsettled.
 
         Call it after the producer's ``flush()``; never commit input offsets before it.
         """
         if self._pending is None:
             return
-        _, delivery, _ = self._pending
+        updates, delivery, _ = self._pending
         if delivery.error is not None:
             raise ChangelogWriteError(
                 f"{self._where()}: a changelog record was not written ({delivery.error}); "
                 "do not commit the input offsets"
             )
-        if delivery.acked < delivery.expected:
+        outstanding = len(delivery.producer) if updates else 0
+        if outstanding:
             raise ChangelogWriteError(
-                f"{self._where()}: {delivery.expected - delivery.acked} of {delivery.expected} "
-                "changelog records not acknowledged yet (flush the producer first)"
+                f"{self._where()}: {outstanding} record(s) of the producer not acknowledged "
+                "yet (flush the producer first)"
             )
 
     def apply(self) -> None:
@@ -198,12 +195,14 @@ class ChangelogPartition:
         if self._pending is None:
             return
         self.check_delivered()
-        updates, delivery, source_offset = self._pending
+        updates, _delivery, source_offset = self._pending
         if updates:
             self.storage.write(updates)
-            self.checkpoint = Checkpoint(
-                self.store.changelog_topic, delivery.last_offset + 1, source_offset
-            )
+            # Where a restore of the local copy resumes: at most the changelog's end now (no
+            # offsets come back from a producer reporting failures only; transaction
+            # markers make it less), so a restore re-reads a few records, never skips one.
+            resume = self.checkpoint.changelog_offset + len(updates)
+            self.checkpoint = Checkpoint(self.store.changelog_topic, resume, source_offset)
             self.store.save_checkpoint(self.partition, self.storage, self.checkpoint)
         else:
             self.checkpoint = Checkpoint(

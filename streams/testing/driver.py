@@ -78,6 +78,7 @@ class PassThrough:
         headers: CodecHeaders | None = None,
         *,
         version: int | None = None,
+        lazy: bool = False,
     ) -> Envelope:
         from streams.codec.errors import MalformedRecordError  # noqa: PLC0415
 

@@ -4,15 +4,12 @@ their error headers, and the partition keeps moving."""
 
 from __future__ import annotations
 
-import io
-import json
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
-import fastavro
 import pytest
 from confluent_kafka import Message, Producer
 from runtime_thread import RuntimeThread
@@ -84,17 +81,11 @@ def pids(records: list[Message]) -> list[str]:
 def relabelled(
     env: Envelope, *, type_: str | None = None, version: int | None = None
 ) -> tuple[bytes, list[tuple[str, bytes]]]:
-    """``env`` as a well-formed envelope claiming another type or version (consistent
-    headers included), as a producer with a newer catalog would write it."""
+    """``env`` as a well-formed envelope claiming another type or version, as a producer
+    with a newer catalog would write it."""
     value, headers = CODEC.encode(env)
-    schema = fastavro.parse_schema(json.loads((SCHEMAS / "envelope.avsc").read_text()))
-    rec: Any = fastavro.schemaless_reader(io.BytesIO(value), schema, None)
-    rec["type"] = type_ or rec["type"]
-    rec["version"] = version or rec["version"]
-    buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, schema, rec)
-    new = {"ce_type": rec["type"].encode(), "ce_dataversion": str(rec["version"]).encode()}
-    return buf.getvalue(), [(k, new.get(k, v)) for k, v in headers]
+    new = {"ce_type": (type_ or env.type).encode(), "ce_dataversion": b"%d" % (version or 1)}
+    return value, [(k, new.get(k, v)) for k, v in headers]
 
 
 def headers_of(msg: Message) -> dict[str, bytes | None]:

@@ -22,7 +22,7 @@ from streams.topology import Topology, load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(streams.__file__).resolve().parent
-EXAMPLES = ["dedup", "mirror", "orders", "payments"]
+EXAMPLES = ["dedup", "enrich", "mirror", "orders", "payments"]
 
 
 def test_every_example_topology_is_found_by_name() -> None:
@@ -48,7 +48,7 @@ def test_every_example_loads_as_a_topology_from_any_directory(
 
 @pytest.mark.parametrize("name", ["nope", "../topology/orders", "", "orders.py"])
 def test_an_unknown_example_is_refused_with_the_names_there_are(name: str) -> None:
-    with pytest.raises(LookupError, match="examples: dedup, mirror, orders, payments"):
+    with pytest.raises(LookupError, match="examples: dedup, enrich, mirror, orders, payments"):
         example_path(name)
 
 

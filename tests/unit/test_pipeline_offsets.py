@@ -1,70 +1,67 @@
-"""In-flight bookkeeping: a commit never passes a record whose work is unfinished."""
+"""Where each partition is: the position past its last finished record, and rewinds."""
 
 from __future__ import annotations
 
-import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from confluent_kafka import TopicPartition
 
-from streams.pipeline.offsets import PartitionOffsets
-
-
-@st.composite
-def scenario(draw: st.DrawFn) -> tuple[list[int], list[int], list[int]]:
-    """Increasing offsets (with gaps, as compaction and transactions leave), the number of
-    outputs each record sends, and an arbitrary order in which all tokens are released."""
-    gaps = draw(st.lists(st.integers(1, 3), min_size=1, max_size=30))
-    offsets = [sum(gaps[: i + 1]) for i in range(len(gaps))]
-    outputs = draw(st.lists(st.integers(0, 3), min_size=len(offsets), max_size=len(offsets)))
-    tokens = [i for i, n in enumerate(outputs) for _ in range(n + 1)]  # +1: the processing
-    order = draw(st.permutations(tokens))
-    return offsets, outputs, list(order)
+from streams.pipeline.commit import Commit
+from streams.pipeline.offsets import PartitionOffsets, Partitions
+from streams.pipeline.record import Record
+from streams.testing.memory import MemoryCluster
 
 
-@given(scenario())
-def test_committable_is_the_end_of_the_finished_prefix(
-    case: tuple[list[int], list[int], list[int]],
-) -> None:
-    offsets, outputs, order = case
-    po = PartitionOffsets("t", 0)
-    entries = [po.begin(o) for o in offsets]
-    for entry, n in zip(entries, outputs, strict=True):
-        for _ in range(n):
-            entry.hold()
-    left = [n + 1 for n in outputs]
-    for i in order:
-        entries[i].release()
-        left[i] -= 1
-        finished = 0
-        while finished < len(left) and left[finished] == 0:
-            finished += 1
-        expected = offsets[finished - 1] + 1 if finished else None
-        assert po.committable() == expected
-    assert po.committable() == offsets[-1] + 1
-    assert po.in_flight == 0
+class NoCommits:
+    def commit(self) -> None:
+        raise AssertionError("not due")
 
 
-def test_a_failed_output_holds_the_commit_back_for_good() -> None:
-    po = PartitionOffsets("t", 0)
-    first, second = po.begin(10), po.begin(11)
-    first.hold()
-    first.failed = True
-    first.release()
-    first.release()
-    second.release()
-    assert po.committable() is None
+def record(offset: int, offsets: PartitionOffsets | None) -> Record:
+    r = Record("t", 0, offset, None, b"k", b"v", ())
+    r.offsets = offsets
+    return r
 
 
-def test_pending_commit_reports_only_progress() -> None:
-    po = PartitionOffsets("t", 0)
-    po.begin(5).release()
-    assert po.pending_commit() == 6
-    po.committed = 6
+def test_a_partition_moves_past_each_record_that_went_through_the_chain() -> None:
+    po = PartitionOffsets("t", 0, committed=5)
+    commit = Commit(NoCommits(), interval_s=3600)  # type: ignore[arg-type]
+    assert po.position is None and po.pending_commit() is None
+    commit.submit(record(5, po))
+    commit.submit(record(9, po))  # offsets may have gaps (compaction, transactions)
+    assert po.position == 10 and po.pending_commit() == 10
+    commit.submit(record(2, None))  # let out of a waiting room: moves nothing
+    assert po.position == 10
+    po.committed = 10
     assert po.pending_commit() is None
 
 
-def test_offsets_must_increase() -> None:
-    po = PartitionOffsets("t", 0)
-    po.begin(3)
-    with pytest.raises(ValueError, match="offset 3 after 3"):
-        po.begin(3)
+def test_rewinding_seeks_to_the_committed_offsets_and_forgets_progress() -> None:
+    cluster = MemoryCluster()
+    cluster.create_topic("t", 2)
+    consumer = cluster.consumer({"group.id": "g"})
+    consumer.assign([TopicPartition("t", 0, 0), TopicPartition("t", 1, 0)])
+    consumer.commit(offsets=[TopicPartition("t", 0, 3)], asynchronous=False)
+    partitions = Partitions(consumer, auto_offset_reset="earliest", timeout=1)
+    partitions.assign([("t", 0), ("t", 1)])
+    for key in (("t", 0), ("t", 1)):
+        po = partitions.get(key)
+        assert po is not None
+        po.position = 7
+    assert partitions.rewind_to_committed(exclude=[("t", 1)]) == [("t", 0)]
+    first, second = partitions.get(("t", 0)), partitions.get(("t", 1))
+    assert first is not None and (first.position, first.committed) == (None, 3)
+    assert second is not None and second.position == 7  # excluded: untouched
+    (tp,) = consumer.position([TopicPartition("t", 0)])
+    assert tp.offset == 3
+
+
+def test_a_partition_without_a_commit_starts_where_auto_offset_reset_says() -> None:
+    cluster = MemoryCluster()
+    cluster.create_topic("t", 1)
+    producer = cluster.producer({})
+    for i in range(4):
+        producer.produce("t", b"%d" % i, partition=0)
+    consumer = cluster.consumer({"group.id": "g"})
+    latest = Partitions(consumer, auto_offset_reset="latest", timeout=1)
+    earliest = Partitions(consumer, auto_offset_reset="earliest", timeout=1)
+    assert latest.load_committed([("t", 0)]) == {("t", 0): 4}
+    assert earliest.load_committed([("t", 0)]) == {("t", 0): 0}

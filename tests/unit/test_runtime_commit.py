@@ -5,7 +5,7 @@ outages); here the paths a broker rarely shows on demand: an exactly-once commit
 be aborted rewinds every partition to its committed offset and drops the store changes; a
 retriable commit is retried; a fatal error stops everything after it; a checkpoint
 flushes store changes whose partition has no new record, and leaves out a partition whose
-record did not finish.
+write failed.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
 from streams.logs import get_logger
+from streams.pipeline.errors import DeliveryError
 from streams.pipeline.offsets import Partitions
 from streams.pipeline.produce import OutputSink
 from streams.runtime.commit import (
@@ -76,10 +77,11 @@ class Setup:
         self.partitions = Partitions(self.consumer, auto_offset_reset="earliest", timeout=1)
         keys = [("in", p) for p in committed]
         self.partitions.assign(keys)
+        self.sink = OutputSink(self.producer)
         context = CommitContext(
             self.consumer,
             MemoryAdmin(cluster),
-            OutputSink(self.producer),
+            self.sink,
             lambda: self.producer,
             self.partitions,
             1.0,
@@ -93,13 +95,12 @@ class Setup:
         self.committer.start()
         self.committer.assigned(keys)
 
-    def process(self, partition: int, offset: int, *, finish: bool = True) -> None:
+    def process(self, partition: int, offset: int) -> None:
+        """What a record's attempt and the Commit step do: a store write, the position."""
         po = self.partitions.get(("in", partition))
         assert po is not None
-        entry = po.begin(offset)
         self.store(partition).set(f"id-{offset}", b"")
-        if finish:
-            entry.release()
+        po.position = offset + 1
 
     def store(self, partition: int) -> Any:
         return self.state.stores["seen"].partition(partition).transaction()
@@ -120,7 +121,7 @@ def test_a_commit_that_must_be_aborted_rewinds_every_partition_and_drops_store_c
     assert [(tp.partition, tp.offset) for tp in positions] == [(0, 10), (1, 20)]  # read again
     assert isinstance(s.committer, TransactionCommitter) and s.committer.aborts == 1
     fresh = s.partitions.get(("in", 0))
-    assert fresh is not None and fresh.committed == 10 and fresh.in_flight == 0
+    assert fresh is not None and fresh.committed == 10 and fresh.position is None
     assert not s.store(0).exists("id-10")
     assert s.cluster.records(CHANGELOG) == []  # the aborted changelog records are invisible
 
@@ -165,11 +166,13 @@ def test_a_checkpoint_flushes_store_changes_of_a_partition_without_new_records()
     assert s.state.stores["seen"].partition(0).storage.get(b"wait:k") is not None
 
 
-def test_a_checkpoint_leaves_out_a_partition_whose_record_did_not_finish() -> None:
+def test_a_checkpoint_commits_nothing_while_a_write_failed() -> None:
     s = Setup({0: 0, 1: 0}, exactly_once=False)
-    s.process(0, 0, finish=False)  # failed, or its output not acknowledged
+    s.process(0, 0)
     s.process(1, 0)
-    s.committer.commit()
-    assert s.committed(0) == 0 and s.committed(1) == 1
-    assert [r.key for r in s.cluster.records(CHANGELOG)] == [b"id-0"]
-    assert [r.partition for r in s.cluster.records(CHANGELOG)] == [1]
+    s.producer.fail_deliveries(1, KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
+    s.sink.send("out", key=b"k", value=b"v", headers=[])
+    with pytest.raises(DeliveryError, match="refused an output"):
+        s.committer.commit()
+    assert s.committed(0) == 0 and s.committed(1) == 0
+    assert s.cluster.records(CHANGELOG) == []  # no store change reached the changelog

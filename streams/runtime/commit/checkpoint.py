@@ -1,7 +1,8 @@
 """At-least-once with stores: every commit is a checkpoint.
 
 A checkpoint (every commit interval, on revoke, at shutdown) runs in this order, each
-step blocking until done: outputs flushed and acknowledged; each finished partition's
+step blocking until done: outputs flushed and acknowledged (a failed one raises, nothing
+commits); each partition's
 store changes produced to its changelog, tagged with the input position they reflect
 (``streams.runtime.commit.positions``), and acknowledged; the input offsets committed
 synchronously; then the changes applied to the local stores. A crash anywhere leaves the
@@ -99,7 +100,9 @@ class CheckpointCommitter:
         return None  # the stores close with the instance's state
 
     def _checkpoint(self, partitions: list[PartitionOffsets]) -> None:
-        settle_outputs(self._sink, self._timeout, self._log)
+        if not settle_outputs(self._sink, self._timeout, self._log):
+            return
+        self._sink.raise_errors()  # a failed write: nothing of this interval commits
         positions = finished_positions(partitions, self._state)
         if not positions:
             return

@@ -1,10 +1,11 @@
 """At-least-once without state: commit the offsets of finished records.
 
-Every commit interval, the offset past each partition's finished prefix is committed
-asynchronously (a lost asynchronous commit only means records read again). On revoke and
-at shutdown the outputs are flushed first and the offsets committed synchronously, sent
-again even if sent before. A failed record is never committed: its partition's prefix
-stops before it.
+Every commit interval the outputs are flushed (blocks until the broker acknowledged them
+all), then each partition's position is committed asynchronously (a lost asynchronous
+commit only means records read again). On revoke and at shutdown the same, committed
+synchronously and sent again even if sent before. A write that failed stops the commit
+(``DeliveryError``, or ``BrokerUnavailable`` for the runtime to recover): nothing after it
+is committed. A failed record is never committed: its partition's position stays before it.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ class OffsetCommitter:
         return None
 
     def commit(self) -> None:
-        self._commit(self._partitions.values(), asynchronous=True)
+        if settle_outputs(self._sink, self._timeout, self._log):
+            self._sink.raise_errors()
+            self._commit(self._partitions.values(), asynchronous=True)
 
     def finish(self, failure: BaseException | None) -> None:
         self._final(self._partitions.values())
@@ -61,17 +64,18 @@ class OffsetCommitter:
         return None
 
     def _final(self, partitions: list[PartitionOffsets]) -> None:
-        settle_outputs(self._sink, self._timeout, self._log)
-        self._commit(partitions, asynchronous=False, again=True)
+        if settle_outputs(self._sink, self._timeout, self._log):
+            self._sink.raise_errors()
+            self._commit(partitions, asynchronous=False, again=True)
 
     def _commit(
         self, partitions: list[PartitionOffsets], *, asynchronous: bool, again: bool = False
     ) -> None:
-        """Commit each partition's finished prefix; ``again``: also offsets sent before
-        (an asynchronous commit may have failed unseen)."""
+        """Commit each partition's position; ``again``: also positions sent before (an
+        asynchronous commit may have failed unseen)."""
         pending = []
         for po in partitions:
-            nxt = po.committable() if again else po.pending_commit()
+            nxt = po.position if again else po.pending_commit()
             if nxt is not None:
                 pending.append((po, nxt))
         if not pending:

@@ -17,38 +17,35 @@ from streams.pipeline.produce import OutputSink
 from streams.state import StateManager
 
 
-def settle_outputs(sink: OutputSink, timeout: float, log: Logger) -> None:
-    """Wait until every write is acknowledged (or ``timeout``): a commit covers only
-    acknowledged writes. Logs (never raises) when some are still outstanding: their
-    records stay unfinished and hold their partitions back."""
+def settle_outputs(sink: OutputSink, timeout: float, log: Logger) -> bool:
+    """Wait until every write is acknowledged or failed (or ``timeout``): a commit covers
+    only acknowledged writes. False (and an ERROR line) when some are still outstanding:
+    nothing may commit then. Failed writes are in ``sink.errors``."""
     sink.poll()
     left = sink.flush(timeout)
     if left:
         log.error("outputs not acknowledged in time", outstanding=left)
+    return not left
 
 
 def finished_positions(
     partitions: Iterable[PartitionOffsets], state: StateManager | None
 ) -> dict[TP, int]:
-    """The position to commit of each partition whose records are all done.
+    """The position to commit of each partition (call it once the writes are settled).
 
     Past its last finished record; or, for a partition with store changes but no new
     record (a record of a retry tier changed its waiting room), its committed offset, so
-    the changes are flushed with this commit. A partition with a record not finished (it
-    failed, or a write was not acknowledged) is left out whole: neither its state nor its
-    offset moves, so a restart reprocesses from a consistent point.
+    the changes are flushed with this commit. (A record that failed never finished: its
+    partition's position stays before it, and its attempt left no store change.)
     """
     changed = state.changed() if state is not None else set()
     positions: dict[TP, int] = {}
     for po in partitions:
-        key = (po.topic, po.partition)
-        nxt = po.committable()
-        if po.in_flight:
-            continue
-        if nxt is None and key in changed:
-            nxt = po.committed
-        if nxt is not None:
-            positions[key] = nxt
+        position = po.position
+        if position is None and (po.topic, po.partition) in changed:
+            position = po.committed
+        if position is not None:
+            positions[(po.topic, po.partition)] = position
     return positions
 
 

@@ -172,13 +172,13 @@ class TransactionCommitter:
             return
         sink, state = self._sink, self._state
         partitions = self._partitions.values()
-        settle_outputs(sink, self._timeout, self._log)
-        positions = finished_positions(partitions, state)
+        settled = settle_outputs(sink, self._timeout, self._log)
         if sink.errors and not sink.refused:  # outputs timed out: the broker is away
             sink.raise_errors()  # BrokerUnavailable: recovery, not an abort that waits
-        if sink.errors or any(po.in_flight for po in partitions):
-            self._abort("an output or record did not finish")
+        if sink.errors or not settled:
+            self._abort("an output was not written")
             return
+        positions = finished_positions(partitions, state)
         offsets = moved_offsets(partitions, positions)
         producer = self._producer
         try:

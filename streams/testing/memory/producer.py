@@ -82,6 +82,11 @@ class MemoryProducer:
         self._reports = deque()
         self._delivery_failures: deque[KafkaError] = deque()
         self._commit_failures: deque[KafkaError] = deque()
+        # librdkafka's delivery.report.only.error: successes are settled without a callback
+        self._only_errors = str(config.get("delivery.report.only.error", "")).lower() in {
+            "true",
+            "1",
+        }
 
     # -- producing -----------------------------------------------------------------------
     def produce(  # noqa: PLR0917 - confluent-kafka's positional signature
@@ -236,7 +241,7 @@ class MemoryProducer:
     # -- internals -----------------------------------------------------------------------
     def _serve_one(self) -> None:
         report, err, msg = self._reports.popleft()
-        if report is not None:
+        if report is not None and (err is not None or not self._only_errors):
             report(err, msg)
 
     def _require(self, *states: _State) -> None:

@@ -1,0 +1,230 @@
+"""Section ``throughput``: one dedup + enrich job, from a bare loop to ``streams run``.
+
+The job (``topology/enrich.py``): read placed orders, drop an order whose id was seen
+before, add the customer's tier and credit limit, write the enriched order. The input is
+``--records`` orders of which 2% are sent a second time, on 4 partitions, written twice in
+the same order with the same keys: as Streams envelopes, and as plain schemaless Avro of
+the payload. Every figure is records/s from the first output to the last, seen from
+outside through the output topics' end offsets; every loop runs in its own process with
+the runtime's producer settings. Rows:
+
+- the bare byte-copy loop (consume, produce the bytes unchanged): the machine's ceiling;
+- the **reference**: a bare confluent-kafka loop on the plain Avro input doing the job by
+  hand (fastavro read, a Python set for dedup, fastavro write): the ceiling of any Avro
+  pipeline in Python here;
+- the bare loop doing our wire work: the same job on the envelope input, reading and
+  writing envelopes with ``AvroCodec`` (no runtime): target 0.6 of the reference;
+- ``streams run topology/enrich.py``, at-least-once (RocksDB dedup store, changelog):
+  target 0.4 of the reference; exactly-once: target 0.9 of at-least-once;
+- ``streams run topology/mirror.py`` on the envelope input: target 0.8 of the wire loop;
+- the enrich instance's peak RSS, and its end-to-end latency at 5k records/s;
+- the µs per record of each stage inside the runtime (``streams.bench.stages``).
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from io import BytesIO
+from typing import Any, cast
+
+from fastavro import schemaless_reader, schemaless_writer
+
+from streams.bench import stages
+from streams.bench.core import (
+    PARTITIONS,
+    BenchContext,
+    Row,
+    drop_app_topics,
+    latency_rows,
+    peak_rss_of,
+    produce_values,
+    relay_clients,
+    relay_rate,
+    start_instance,
+    stop_process,
+    watch_outputs,
+)
+from streams.bench.pipeline import bare_relay
+from streams.codec import AvroCodec
+from streams.envelope import Envelope
+from streams.examples import example_path
+from streams.schemas import default_catalog
+from streams.testing.topics import unique_topic_name
+from streams.topology.loader import import_file
+
+SECTION = "throughput"
+ENRICH, MIRROR, ORDERS = example_path("enrich"), example_path("mirror"), example_path("orders")
+DUPLICATES = 0.02
+LATENCY_RATE = 5_000
+
+
+def job_input(n: int, seed: int = 11) -> tuple[list[Envelope], int]:
+    """``n`` placed orders in the order written, 2% of them a second time (the same
+    envelope, later); and how many distinct orders they hold."""
+    rng = random.Random(seed)
+    unique = int(n / (1 + DUPLICATES))
+    orders = list(import_file(ORDERS).sample_orders(unique, customers=500, seed=seed))
+    out = list(orders)
+    for _ in range(n - unique):
+        out.insert(rng.randrange(len(out) + 1), orders[rng.randrange(unique)])
+    return out, unique
+
+
+def _reference(bootstrap: str, source: str, target: str) -> None:
+    """The job by hand on plain Avro payloads: fastavro, a set, fastavro."""
+    catalog = default_catalog()
+    placed, enriched = catalog.get("order.placed", 2), catalog.get("order.enriched", 1)
+    job = import_file(ENRICH)
+    tier_of, limits = job.tier_of, job.LIMIT_CENTS
+    consumer, producer = relay_clients(bootstrap)
+    consumer.subscribe([source])
+    seen: set[str] = set()
+    while True:
+        for msg in consumer.consume(1_000, timeout=0.5):
+            if msg.error() is not None:
+                continue
+            data: Any = schemaless_reader(BytesIO(cast(bytes, msg.value())), placed, None)
+            order_id = data["order_id"]
+            if order_id in seen:
+                continue
+            seen.add(order_id)
+            tier = tier_of(data["customer_id"])
+            buf = BytesIO()
+            schemaless_writer(buf, enriched, {**data, "tier": tier, "limit_cents": limits[tier]})
+            producer.produce(target, buf.getvalue(), msg.key())
+        producer.poll(0)
+
+
+def _wire_work(bootstrap: str, source: str, target: str) -> None:
+    """The same job on envelopes, read and written with ``AvroCodec``: our wire work."""
+    codec = AvroCodec(default_catalog())
+    enrich = import_file(ENRICH).enrich
+    consumer, producer = relay_clients(bootstrap)
+    consumer.subscribe([source])
+    seen: set[str] = set()
+    while True:
+        for msg in consumer.consume(1_000, timeout=0.5):
+            if msg.error() is not None:
+                continue
+            env = codec.decode(msg.value(), msg.headers(), version=2)
+            order_id = env.data["order_id"]
+            if order_id in seen:
+                continue
+            seen.add(order_id)
+            value, headers = codec.encode(enrich(env))
+            producer.produce(target, value, msg.key(), headers=cast(Any, headers))
+        producer.poll(0)
+
+
+def _instance_rate(
+    ctx: BenchContext, path: Any, source: str, count: int, *args: str
+) -> tuple[float, float]:
+    """Records/s (inputs over the time to the last of ``count`` outputs) and peak RSS of
+    one ``streams run`` instance."""
+    app_id = unique_topic_name(f"bench-{path.stem}")
+    proc, outputs = start_instance(ctx, path, app_id, source, *args)
+    try:
+        seconds = watch_outputs(ctx.bootstrap, outputs, count, partitions=PARTITIONS)
+        return ctx.records / seconds, peak_rss_of(proc.pid)
+    finally:
+        stop_process(proc)
+        drop_app_topics(ctx, app_id)
+
+
+def run(ctx: BenchContext) -> list[Row]:
+    n = ctx.records
+    codec = AvroCodec(default_catalog())
+    placed = default_catalog().get("order.placed", 2)
+    envelopes, unique = job_input(n)
+    env_in = ctx.topic("throughput-env", partitions=PARTITIONS)
+    avro_in = ctx.topic("throughput-avro", partitions=PARTITIONS)
+    produce_values(
+        ctx.bootstrap,
+        env_in,
+        (((e.key or "").encode(), *codec.encode(e)) for e in envelopes),
+    )
+
+    def plain(env: Envelope) -> bytes:
+        buf = BytesIO()
+        schemaless_writer(buf, placed, env.data)
+        return buf.getvalue()
+
+    produce_values(
+        ctx.bootstrap, avro_in, (((e.key or "").encode(), plain(e), None) for e in envelopes)
+    )
+    copy, _ = relay_rate(ctx, bare_relay, env_in, "throughput-copy")
+    # Rates count every input record (duplicates too) over the time to the last output.
+    reference = relay_rate(ctx, _reference, avro_in, "throughput-ref", unique)[0] * n / unique
+    wire = relay_rate(ctx, _wire_work, env_in, "throughput-wire", unique)[0] * n / unique
+    with tempfile.TemporaryDirectory(prefix="streams-bench-throughput-") as state_dir:
+        alos, rss = _instance_rate(ctx, ENRICH, env_in, unique, "--state-dir", state_dir)
+        eos, _ = _instance_rate(
+            ctx, ENRICH, env_in, unique, "--state-dir", state_dir, "--guarantee", "exactly_once"
+        )
+        mirror, _ = _instance_rate(ctx, MIRROR, env_in, n)
+    note = f"{n:,} orders ({n - unique:,} sent twice), {PARTITIONS} partitions"
+    rows = [
+        Row(SECTION, "bare byte-copy loop", copy, "rec/s", note=note),
+        Row(
+            SECTION,
+            "reference: bare loop, plain Avro + set",
+            reference,
+            "rec/s",
+            note="fastavro read, dedup in a set, enrich, fastavro write",
+        ),
+        Row(
+            SECTION,
+            "bare loop doing our wire work",
+            wire,
+            "rec/s",
+            baseline=reference,
+            target=0.6,
+            note="the same job on envelopes, AvroCodec both ways",
+        ),
+        Row(
+            SECTION,
+            "streams run enrich, at-least-once",
+            alos,
+            "rec/s",
+            baseline=reference,
+            target=0.4,
+            note="RocksDB dedup store + changelog, 1 instance",
+        ),
+        Row(
+            SECTION,
+            "streams run enrich, exactly-once",
+            eos,
+            "rec/s",
+            baseline=alos,
+            target=0.9,
+            note="vs at-least-once",
+        ),
+        Row(
+            SECTION,
+            "streams run mirror",
+            mirror,
+            "rec/s",
+            baseline=wire,
+            target=0.8,
+            note="vs the wire-work loop",
+        ),
+        Row(SECTION, "peak RSS of the enrich instance", rss, "MB", note="target < 200 MB"),
+    ]
+
+    def sample(count: int, seed: int) -> list[Envelope]:
+        return list(import_file(ORDERS).sample_orders(count, customers=500, seed=seed))
+
+    rows += latency_rows(
+        ctx,
+        SECTION,
+        ENRICH,
+        sample,
+        rate=LATENCY_RATE,
+        seconds=4 if ctx.quick else 10,
+        codec=codec,
+    )
+    p99 = rows[-1]
+    rows[-1] = Row(SECTION, p99.name, p99.value, "ms", note=f"{p99.note}; target < 50 ms")
+    rows += stages.run(ctx, ENRICH, env_in, n)
+    return rows

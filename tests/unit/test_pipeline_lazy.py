@@ -1,0 +1,68 @@
+"""Payloads are decoded where a step first reads them, and nowhere else.
+
+Through the TestDriver (the runtime's chain on in-memory clients): an envelope passed on
+unchanged is written from its original bytes; a payload that cannot be decoded is a decode
+failure (straight to the DLQ, never retried) wherever a step reads it.
+"""
+
+from __future__ import annotations
+
+from streams.codec import AvroCodec
+from streams.envelope import Envelope
+from streams.schemas import default_catalog
+from streams.testing import TestDriver
+from streams.topology import TopologyBuilder, owned
+
+CODEC = AvroCodec(default_catalog())
+
+
+def order(n: int) -> Envelope:
+    data = {"order_id": f"o-{n}", "customer_id": "c-1", "items": [], "total_cents": n}
+    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key="c-1")
+
+
+def test_an_envelope_passed_on_unchanged_keeps_its_payload_bytes() -> None:
+    b = TopologyBuilder("app")
+    b.source("in", type="order.placed", version=2).filter(lambda e: e.key == "c-1").to(
+        owned("out"), type="order.placed", version=2
+    )
+    value, headers = CODEC.encode(order(1))
+    with TestDriver(b.build()) as driver:
+        driver.pipe_raw("in", value, headers, key=b"c-1")
+        (out,) = driver.records("app-out")
+    assert out.value == value  # not decoded, not encoded again: the same bytes
+    assert out.envelope == CODEC.decode(value, headers)
+
+
+def test_a_payload_read_and_changed_is_encoded_again() -> None:
+    b = TopologyBuilder("app")
+    b.source("in", type="order.placed", version=2).map(
+        lambda e: e.with_data({**e.data, "total_cents": 99})
+    ).to(owned("out"), type="order.placed", version=2)
+    with TestDriver(b.build()) as driver:
+        driver.pipe("in", order(1))
+        (out,) = driver.read("app-out")
+    assert out.data["total_cents"] == 99
+
+
+def test_a_payload_that_cannot_be_read_where_a_step_reads_it_is_a_decode_failure() -> None:
+    tried: list[str] = []
+
+    def price(env: Envelope) -> Envelope:
+        tried.append("price")
+        env.data["total_cents"]  # the first read of the payload
+        return env
+
+    b = TopologyBuilder("app", retry="1s")
+    b.source("in", type="order.placed", version=2).map(price, name="price").to(
+        owned("out"), type="order.placed", version=2
+    )
+    _value, headers = CODEC.encode(order(1))
+    with TestDriver(b.build()) as driver:
+        driver.pipe_raw("in", b"\x07 not the payload", headers, key=b"c-1")
+        driver.advance_time(5_000)
+        (dead,) = driver.dead_letters
+        assert driver.retried == [] and driver.read("app-out") == []
+    assert dead.info.stage.value == "decode" and dead.info.step == "decode"
+    assert dead.info.attempts == 1 and tried == ["price"]
+    assert dead.value == b"\x07 not the payload"
