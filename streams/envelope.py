@@ -9,71 +9,26 @@ UUIDv7: the dedup key), ``type`` (``order.placed``), ``version`` (payload schema
 from __future__ import annotations
 
 import os
-import threading
-import time as _time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from uuid_utils import uuid7 as _uuid7
+
 DEFAULT_SOURCE = os.environ.get("STREAMS_SOURCE", "streams")
 
 
-_COUNTER_BITS = 42  # RFC 9562 method 1: rand_a (12 bits) and the top 30 bits of rand_b
-_COUNTER_MAX = (1 << _COUNTER_BITS) - 1
-_POOL_WORDS = 1024  # random 32-bit words drawn per os.urandom call
-
-_id_lock = threading.Lock()
-_id_state = [0, 0]  # last millisecond used, counter within it
-_pool: list[int] = []  # random 32-bit words, consumed from the end
-
-
-def _refill() -> None:
-    # One system call per _POOL_WORDS ids instead of one per id.
-    _pool[:] = memoryview(os.urandom(4 * _POOL_WORDS)).cast("I").tolist()
-
-
-def _after_fork_in_child() -> None:
-    # A child must not replay its parent's random words nor continue its counter: same
-    # counter + same words would repeat the parent's ids. A fresh pool and a counter
-    # reseeded at the next id make the child's ids as independent as another process's.
-    global _id_lock  # noqa: PLW0603 - a lock held by a parent thread stays held in the child
-    _id_lock = threading.Lock()
-    _pool.clear()
-    _id_state[0] = _id_state[1] = 0
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 def new_id() -> str:
-    """A UUIDv7 (RFC 9562) as text: 48-bit Unix ms timestamp, 42-bit counter, 32 random bits.
+    """A UUIDv7 (RFC 9562) as text: 48-bit Unix ms timestamp, then counter and random bits.
 
-    Strictly increasing within a process (RFC 9562 method 1: a counter in ``rand_a`` and the
-    top of ``rand_b``, seeded at random in its lower half each new millisecond, so billions
-    of ids fit in one millisecond; a clock that steps back keeps counting from the last id),
-    so ids sort by creation and index well as dedup keys; across processes they sort by
-    millisecond, and the random seed and bits keep them apart. Thread-safe and fork-safe.
+    Strictly increasing within a process (a counter within each millisecond, as RFC 9562
+    allows), so ids sort by creation and index well as dedup keys; across processes they
+    sort by millisecond, and the random bits keep them apart. Thread-safe and fork-safe
+    (a forked child draws its own random bits). Made by ``uuid-utils`` (Rust's ``uuid``
+    crate): 0.4 µs, a fifth of the pure-Python generator it replaced.
     """
-    now = _time.time_ns() // 1_000_000
-    with _id_lock:
-        pool = _pool
-        if len(pool) < 3:  # enough for a seed (two words) and this id's random bits
-            _refill()
-        ms, counter = _id_state
-        if now > ms:  # a new millisecond: a random 41-bit start, below half of the range
-            ms, counter = now, pool.pop() << 9 | pool.pop() >> 23
-        elif counter < _COUNTER_MAX:
-            counter += 1
-        else:  # 2^41 ids in one millisecond: borrow the next one
-            ms, counter = ms + 1, 0
-        _id_state[0], _id_state[1] = ms, counter
-        rand = pool.pop()
-    value = (ms & 0xFFFF_FFFF_FFFF) << 80 | 0x7 << 76 | (counter >> 30) << 64
-    value |= 0b10 << 62 | (counter & 0x3FFF_FFFF) << 32 | rand
-    h = f"{value:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return str(_uuid7())
 
 
 def utc_now() -> datetime:
@@ -256,15 +211,16 @@ _DATA = vars(Envelope)["data"]  # the slot itself, under WireEnvelope's property
 class WireEnvelope(Envelope):
     """An envelope read from Kafka whose payload is decoded when ``data`` is first read.
 
-    Codecs make them (``wire_envelope``): metadata comes from the record's headers at once;
-    the payload bytes wait, with the function that reads them (schema resolution included),
-    so a step that only routes on ``type``, ``key`` or ``id`` never pays for decoding, and
-    an envelope written on unchanged is written from its original bytes
-    (``untouched_payload``). Reading ``data`` may raise the codec's ``DecodeError``. In
-    every other way it is an ``Envelope`` (equal to one with the same fields).
+    Codecs make them (``wire_envelope``): the metadata is read at once; the payload bytes
+    wait, with the function that reads them (schema resolution included), so a step that
+    only routes on ``type``, ``key`` or ``id`` never pays for decoding, and an envelope
+    written on unchanged is written as the record value it came in
+    (``untouched_value``). Reading ``data`` may raise the codec's ``DecodeError``. In every
+    other way it is an ``Envelope`` (equal to one with the same fields).
     """
 
-    __slots__ = ("_payload", "_read", "_writer")
+    __slots__ = ("_payload", "_read", "_value", "_writer")
+    _value: bytes
     _payload: bytes
     _read: Callable[[bytes], Mapping[str, Any]]
     _writer: int
@@ -282,18 +238,23 @@ class WireEnvelope(Envelope):
     def data(self, value: Mapping[str, Any]) -> None:  # dataclasses.replace() sets it
         _DATA.__set__(self, value)
 
-    def untouched_payload(self) -> bytes | None:
-        """The payload's bytes as read, while ``data`` was never read and the envelope's
-        version is the writer's (else None: it must be encoded again)."""
+    def untouched_value(self) -> bytes | None:
+        """The record value as read, while ``data`` was never read and the envelope's
+        version is the writer's (else None: it must be encoded again). Only the codec
+        that made the envelope calls it: the bytes are in its format.
+
+        ``dataclasses.replace`` (other metadata) makes an envelope without the value: it
+        is encoded again."""
         try:
             _DATA.__get__(self, Envelope)
         except AttributeError:
             if getattr(self, "_writer", None) == self.version:
-                return self._payload
+                return getattr(self, "_value", None)
         return None
 
 
 _PLAIN = (Envelope, WireEnvelope)
+_set_value = vars(WireEnvelope)["_value"].__set__
 _set_payload = vars(WireEnvelope)["_payload"].__set__
 _set_read = vars(WireEnvelope)["_read"].__set__
 _set_writer = vars(WireEnvelope)["_writer"].__set__
@@ -302,6 +263,7 @@ _new_wire = WireEnvelope.__new__
 
 def wire_envelope(  # noqa: PLR0917 - positional: the hot path's cheapest call
     type: str,
+    value: bytes,
     payload: bytes,
     read: Callable[[bytes], Mapping[str, Any]],
     writer: int,
@@ -313,10 +275,11 @@ def wire_envelope(  # noqa: PLR0917 - positional: the hot path's cheapest call
     correlation_id: str | None,
     causation_id: str | None,
 ) -> WireEnvelope:
-    """A ``WireEnvelope`` of ``payload`` (written at version ``writer``, read as
-    ``version`` by ``read``), for codecs on the hot path."""
+    """A ``WireEnvelope`` read from record ``value`` holding ``payload`` (written at
+    version ``writer``, read as ``version`` by ``read``), for codecs on the hot path."""
     env: WireEnvelope = _new_wire(WireEnvelope)
     _set_type(env, type)
+    _set_value(env, value)
     _set_payload(env, payload)
     _set_read(env, read)
     _set_writer(env, writer)

@@ -19,6 +19,11 @@ class Codec(Protocol):
     bytes; ``version`` is the payload version the reader wants (None: as written); with
     ``lazy`` a codec may leave the payload to be decoded when ``data`` is first read (its
     errors are then raised there), the metadata still checked at once.
+
+    A codec whose record values carry all the metadata may say so with a class attribute
+    ``reads_headers = False``: the runtime then decodes with ``lazy`` and no headers
+    (asking a consumed message for its headers costs microseconds). Without it, the
+    runtime passes the headers.
     """
 
     def encode(self, env: Envelope) -> tuple[bytes, KafkaHeaders]: ...

@@ -103,9 +103,13 @@ class ConfluentAvroCodec:
         frame = self._ids.get((env.type, env.version))
         if frame is None:
             frame = self._register(env.type, env.version)
+        # The headers are the only copy of the metadata here: those AvroCodec leaves to
+        # its value are added.
         headers = self._headers.headers(env)
         if env.key is not None:
             headers.append((PARTITIONKEY, env.key.encode()))
+        if env.causation_id is not None:
+            headers.append((h.CAUSATION_ID, env.causation_id.encode()))
         return frame + payload, headers
 
     def schema_id(self, type_: str, version: int) -> int:

@@ -1,7 +1,6 @@
-"""Kafka headers carrying envelope metadata, with CloudEvents Kafka binding names.
+"""Kafka headers mirroring envelope metadata, with CloudEvents Kafka binding names.
 
-Binary content mode: ``ce_<attribute>`` per attribute, ``content-type`` for the data's
-media type. Tools route and filter on these without decoding the value (``peek_type``).
+Tools route and filter on these without decoding the body (``peek_type``).
 """
 
 from __future__ import annotations
@@ -13,20 +12,12 @@ ID = "ce_id"
 TYPE = "ce_type"
 SOURCE = "ce_source"
 TIME = "ce_time"
-DATASCHEMA = "ce_dataschema"
 # CloudEvents extension attributes (lower-case alphanumerics, as the spec requires).
 DATAVERSION = "ce_dataversion"
 CORRELATION_ID = "ce_correlationid"
 CAUSATION_ID = "ce_causationid"
-# The CloudEvents partitioning extension: the envelope's key (also the Kafka record key).
-PARTITIONKEY = "ce_partitionkey"
-# datacontenttype, in binary mode the Kafka binding's plain content-type header
-CONTENT_TYPE = "content-type"
 
 SPECVERSION_VALUE = b"1.0"
-AVRO = b"application/avro"
-AVRO_VALUES = (AVRO, AVRO.decode())
-"""``content-type`` of the current format (bytes as read, or text as a caller may give)."""
 
 HeaderValue = str | bytes | None
 # What confluent-kafka's Message.headers() returns (a list of pairs), or a mapping.
@@ -36,11 +27,6 @@ Headers = Sequence[tuple[str, HeaderValue]] | Mapping[str, HeaderValue]
 def as_bytes(value: HeaderValue) -> bytes | None:
     """A header value as bytes (text headers are UTF-8)."""
     return value.encode() if isinstance(value, str) else value
-
-
-def text(value: str | bytes) -> str:
-    """A header value as text (bytes are UTF-8). Raises ValueError when they are not."""
-    return value if isinstance(value, str) else value.decode()
 
 
 def pairs(headers: Headers | None) -> Sequence[tuple[str, HeaderValue]]:

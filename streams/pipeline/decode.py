@@ -1,9 +1,7 @@
 """Reading a source record: the one decode path of the runtime and the test driver.
 
-``decode_source`` turns a record's bytes into the envelope its source declares, at the
-source's reader version (older and newer writers resolved by Avro's rules, upcasters
-applied by the codec). ``Decode`` is that function bound to a topology's sources, as the
-failure policy's attempt calls it for each record.
+``Decode`` turns a record's bytes into the envelope its input topic's source declares;
+the failure policy's attempt calls it for each record.
 """
 
 from __future__ import annotations
@@ -11,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from streams.codec import Codec, DecodeError, peek_type
-from streams.codec.headers import Headers
 from streams.envelope import Envelope
 from streams.pipeline.record import Record
 from streams.topology.nodes import SourceNode
@@ -21,57 +18,44 @@ class UnexpectedTypeError(DecodeError):
     """A source read an envelope of another type than the one it declares."""
 
 
-def decode_source(
-    codec: Codec,
-    source: SourceNode,
-    value: bytes | None,
-    headers: Headers | None,
-    *,
-    lazy: bool = False,
-) -> Envelope:
-    """The record as ``source.type`` at the source's reader version (with ``lazy``, its
-    payload decoded when first read: see ``Codec.decode``).
+class Decode:
+    """Decodes a record as its input topic's source declares, at the source's reader
+    version (older and newer writers resolved by Avro's rules, upcasters applied by the
+    codec).
 
     Raises DecodeError (never anything else) for bytes that are not an envelope, a schema
-    the catalog lacks, or an envelope of another type. The happy path decodes once; the
-    headers are consulted only to explain a failure (a stray type usually fails to resolve
-    to the source's version before its type can be compared)."""
-    try:
-        env = codec.decode(value, headers, version=source.version, lazy=lazy)
-    except DecodeError:
-        found = peek_type(headers)
-        if found is not None and found[0] != source.type:
-            raise UnexpectedTypeError(
-                f"source {source.name!r} reads {source.type}, got a record of {found[0]}@{found[1]}"
-            ) from None
-        raise
-    if env.type != source.type:
-        raise UnexpectedTypeError(
-            f"source {source.name!r} reads {source.type}, got a record of {env.type}"
-        )
-    return env
-
-
-class Decode:
-    """Decodes a record as its input topic's source declares; raises ``DecodeError``.
-
+    the catalog lacks, or an envelope of another type. The happy path reads the value once
+    and no header; the headers are consulted only to explain a failure (a stray type
+    usually fails to resolve to the source's version before its type can be compared).
     The payload is left for the first step that reads ``data`` (a step that routes on the
-    metadata never pays for it, and an envelope passed on unchanged is written from its
-    original bytes); its decode errors are the attempt's decode failures all the same."""
+    metadata never pays for it, and an envelope passed on unchanged is written as it came
+    in); its decode errors are the attempt's decode failures all the same."""
 
-    __slots__ = ("_codec", "_sources")
+    __slots__ = ("_codec", "_reads_headers", "_sources")
 
     def __init__(self, codec: Codec, sources: Mapping[str, SourceNode]) -> None:
         self._codec = codec
         self._sources = dict(sources)
+        # A codec whose values carry all the metadata says so (``reads_headers = False``):
+        # then the headers are never asked of the message (see ``Record.headers``).
+        self._reads_headers = getattr(codec, "reads_headers", True)
 
     def __call__(self, record: Record) -> Envelope:
-        env = decode_source(
-            self._codec,
-            self._sources[record.source_topic],
-            record.value,
-            record.headers,
-            lazy=True,
-        )
+        source = self._sources[record.source_topic]
+        headers = record.headers if self._reads_headers else None
+        try:
+            env = self._codec.decode(record.value, headers, version=source.version, lazy=True)
+        except DecodeError:
+            found = peek_type(record.headers)
+            if found is not None and found[0] != source.type:
+                raise UnexpectedTypeError(
+                    f"source {source.name!r} reads {source.type}, "
+                    f"got a record of {found[0]}@{found[1]}"
+                ) from None
+            raise
+        if env.type != source.type:
+            raise UnexpectedTypeError(
+                f"source {source.name!r} reads {source.type}, got a record of {env.type}"
+            )
         record.envelope = env
         return env

@@ -4,7 +4,9 @@ The runtime's loop makes one ``Record`` per message it takes from the consumer
 (``Record.of``); no step calls the message again. A record carries:
 
 - where it was read (``topic``, ``partition``, ``offset``) and, as consumed, its
-  ``timestamp`` (ms, None when the broker gave none), ``key``, ``value`` and ``headers``;
+  ``timestamp`` (ms, None when the broker gave none), ``key``, ``value`` and ``headers``
+  (asked of the message when first read: confluent-kafka builds them at about 4 µs a
+  record, and the happy path reads none: the value is the authority);
 - ``failure``: for a record read from a retry tier, its error headers, parsed once by the
   retry gate (which then leaves ``headers`` without them: what decoding and processors
   see); None for a record read from an input topic;
@@ -47,9 +49,10 @@ class Record:
     """One record in the chain (see the module docstring). Not thread-safe."""
 
     __slots__ = (
+        "_headers",
+        "_message",
         "envelope",
         "failure",
-        "headers",
         "key",
         "offset",
         "offsets",
@@ -68,8 +71,9 @@ class Record:
         timestamp: int | None,
         key: bytes | None,
         value: bytes | None,
-        headers: Headers,
+        headers: Headers | None,
         failure: FailureInfo | None = None,
+        message: Any = None,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -77,7 +81,8 @@ class Record:
         self.timestamp = timestamp
         self.key = key
         self.value = value
-        self.headers = headers
+        self._headers = headers
+        self._message = message  # asked for headers when ``_headers`` is None
         self.failure = failure
         self.offsets: PartitionOffsets | None = None
         self.envelope: Envelope | None = None
@@ -94,7 +99,9 @@ class Record:
             ms if kind else None,
             message.key(),
             message.value(),
-            message.headers() or _NO_HEADERS,
+            None,
+            None,
+            message,
         )
 
     @classmethod
@@ -112,6 +119,19 @@ class Record:
             strip_failure_headers(parked.headers) if parked.failure else parked.headers,
             parked.failure,
         )
+
+    @property
+    def headers(self) -> Headers:
+        headers = self._headers
+        if headers is None:
+            message = self._message
+            headers = self._headers = (message.headers() if message else None) or _NO_HEADERS
+            self._message = None
+        return headers
+
+    @headers.setter
+    def headers(self, headers: Headers) -> None:
+        self._headers = headers
 
     # -- what failure routing reads (``streams.failures.handler.RecordLike``) ----------------
     @property

@@ -61,7 +61,7 @@ class Recovery:
             )
         started = time.monotonic()
         while not self._stopping():
-            if not self._answers():
+            if not self.broker_answers():
                 continue
             try:
                 self._committer.recover()
@@ -73,7 +73,8 @@ class Recovery:
             )
             return
 
-    def _answers(self) -> bool:
+    def broker_answers(self) -> bool:
+        """Whether the cluster answers a metadata request now (waits up to a second)."""
         try:
             self._consumer.list_topics(timeout=_PROBE_S)
         except KafkaException:

@@ -235,7 +235,12 @@ class Runtime:
             head.submit(record(msg))
         head.poll()
         if self._outage is not None:
-            raise BrokerUnavailable(f"the consumer lost every broker: {self._outage.str()}")
+            outage, self._outage = self._outage, None
+            # The error may be stale: reported during an outage already recovered from,
+            # it is served by the first poll after. Only a cluster that does not answer
+            # now is an outage (work the old one broke fails on its own, and is recovered).
+            if not self._recovery.broker_answers():
+                raise BrokerUnavailable(f"the consumer lost every broker: {outage.str()}")
         if self._on_tick is not None:
             self._tick()
         return len(batch)

@@ -113,6 +113,7 @@ class ChangelogPartition:
         """What the restore on open did (None when the partition came back from memory)."""
         self.expired_total = 0
         self._tx = PartitionTransaction(storage, store.clock)
+        self._durable_at = time.monotonic()  # when the local copy was last synced
         self._pending: tuple[dict[bytes, Entry | None], _Delivery, int] | None = None
 
     def transaction(self) -> PartitionTransaction:
@@ -203,7 +204,14 @@ class ChangelogPartition:
             # markers make it less), so a restore re-reads a few records, never skips one.
             resume = self.checkpoint.changelog_offset + len(updates)
             self.checkpoint = Checkpoint(self.store.changelog_topic, resume, source_offset)
-            self.store.save_checkpoint(self.partition, self.storage, self.checkpoint)
+            # A sync (and its checkpoint file) costs milliseconds: at most every
+            # ``durable_every_s``, and at close. Between two, a crash of the machine (not
+            # of the process: the OS holds the writes) costs a longer restore, never state:
+            # the file only claims what was synced, and restores re-read from there.
+            now = time.monotonic()
+            if now - self._durable_at >= self.store.durable_every_s:
+                self.store.save_checkpoint(self.partition, self.storage, self.checkpoint)
+                self._durable_at = now
         else:
             self.checkpoint = Checkpoint(
                 self.store.changelog_topic, self.checkpoint.changelog_offset, source_offset
@@ -246,6 +254,7 @@ class ChangelogStore:
         progress: RestoreProgress | None = None,
         expire_batch: int = 10_000,
         timeout: float = 30.0,
+        durable_every_s: float = 10.0,
     ) -> None:
         if backend.persistent and state_dir is None:
             raise StateError(f"the {backend.name} backend needs a state_dir")
@@ -261,6 +270,7 @@ class ChangelogStore:
         self.progress = progress
         self.expire_batch = expire_batch
         self.timeout = timeout
+        self.durable_every_s = durable_every_s
         self._open: dict[int, ChangelogPartition] = {}
         self._kept: dict[int, tuple[LocalStorage, Checkpoint]] = {}
 
@@ -324,6 +334,7 @@ class ChangelogStore:
             self.backend.destroy(self.partition_dir(partition))
             remove_checkpoint(self.partition_dir(partition))
         elif self.backend.persistent:
+            self.save_checkpoint(partition, part.storage, part.checkpoint)
             part.storage.close()
         else:
             self._kept[partition] = (part.storage, part.checkpoint)

@@ -16,6 +16,7 @@ from runtime_thread import RuntimeThread
 
 from streams.admin import admin_client
 from streams.codec import AvroCodec
+from streams.codec.envelope_wire import envelope_value, read_envelope, type_version_bytes
 from streams.envelope import Envelope
 from streams.failures import RetryPolicy
 from streams.failures.headers import KIP_1034_HEADERS, parse_failure_headers
@@ -82,9 +83,11 @@ def relabelled(
     env: Envelope, *, type_: str | None = None, version: int | None = None
 ) -> tuple[bytes, list[tuple[str, bytes]]]:
     """``env`` as a well-formed envelope claiming another type or version, as a producer
-    with a newer catalog would write it."""
+    with a newer catalog would write it (consistent headers included)."""
     value, headers = CODEC.encode(env)
-    new = {"ce_type": (type_ or env.type).encode(), "ce_dataversion": b"%d" % (version or 1)}
+    type_, version = type_ or env.type, version or env.version
+    value = envelope_value(env, read_envelope(value)["data"], type_version_bytes(type_, version))
+    new = {"ce_type": type_.encode(), "ce_dataversion": b"%d" % version}
     return value, [(k, new.get(k, v)) for k, v in headers]
 
 

@@ -110,9 +110,12 @@ def test_headers_mirror_the_metadata_with_cloudevents_names(codec: AvroCodec) ->
     assert got["ce_source"] == env.source.encode()
     assert datetime.fromisoformat(got["ce_time"].decode()) == env.time
     assert got["ce_dataversion"] == b"1"
-    assert got["ce_dataschema"] == b"schemas/order.validated/v1.avsc"
     assert got["ce_correlationid"] == env.correlation_id.encode()  # type: ignore[union-attr]
-    assert got["ce_causationid"] == env.causation_id.encode()  # type: ignore[union-attr]
+    # the rest is the value's alone: headers are what tools filter on, each one a cost
+    assert set(got) == {
+        "ce_specversion", "ce_id", "ce_type", "ce_source", "ce_time", "ce_dataversion",
+        "ce_correlationid",
+    }  # fmt: skip
     assert peek_type(headers) == ("order.validated", 1)
     assert codec.peek_type(headers) == ("order.validated", 1)
 
@@ -208,21 +211,15 @@ def test_truncated_bytes(codec: AvroCodec) -> None:
 
 
 def test_random_bytes(codec: AvroCodec) -> None:
-    garbage = b"\x8f\x03garbage-that-is-not-avro\xff\xfe"
-    _value, headers = codec.encode(order())
-    with pytest.raises(MalformedRecordError, match=r"order\.placed@1 payload"):
-        codec.decode(garbage, headers)
-    with pytest.raises(MissingHeaderError, match="no envelope headers"):
-        codec.decode(garbage, [])
+    with pytest.raises(MalformedRecordError, match="not a Streams envelope"):
+        codec.decode(b"\x8f\x03garbage-that-is-not-avro\xff\xfe", [])
 
 
 def test_valid_avro_of_another_schema(codec: AvroCodec, catalog: SchemaCatalog) -> None:
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, catalog.get("order.placed", 1), ORDER_V1)
-    rejected = Envelope.new("order.rejected", {"order_id": "o", "reason": "OTHER", "detail": None})
-    _value, headers = codec.encode(rejected)
     with pytest.raises(MalformedRecordError):
-        codec.decode(buf.getvalue(), headers)
+        codec.decode(buf.getvalue(), [])
 
 
 def _raw_envelope(catalog: SchemaCatalog, type_: str, version: int, data: bytes) -> bytes:
@@ -274,47 +271,16 @@ def test_payload_bytes_that_do_not_fit_the_writer_schema(
 
 def test_missing_headers(codec: AvroCodec) -> None:
     value, headers = codec.encode(order())
-    with pytest.raises(MissingHeaderError, match="no envelope headers"):
+    with pytest.raises(MissingHeaderError, match="ce_type, ce_dataversion, ce_id"):
         codec.decode(value, None)
     partial = [(k, v) for k, v in headers if k != "ce_dataversion"]
     with pytest.raises(MissingHeaderError, match="ce_dataversion"):
         codec.decode(value, partial)
-    without_time = [(k, v) for k, v in headers if k != "ce_time"]
-    with pytest.raises(MissingHeaderError, match="ce_time"):
-        codec.decode(value, without_time)
 
 
-def structured(catalog: SchemaCatalog, env: Envelope) -> tuple[bytes, list[tuple[str, bytes]]]:
-    """``env`` in the earlier format, written with plain fastavro: the envelope record in
-    the value, the headers mirroring it."""
-    payload = io.BytesIO()
-    fastavro.schemaless_writer(payload, catalog.get(env.type, env.version), env.data)
-    record = {f: getattr(env, f) for f in ("id", "type", "version", "time", "source", "key")}
-    record |= {"correlation_id": env.correlation_id, "causation_id": env.causation_id}
-    buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, catalog.envelope, {**record, "data": payload.getvalue()})
-    headers = [
-        ("ce_id", env.id.encode()),
-        ("ce_type", env.type.encode()),
-        ("ce_dataversion", str(env.version).encode()),
-    ]
-    return buf.getvalue(), headers
-
-
-def test_records_of_the_earlier_format_are_still_read(
-    codec: AvroCodec, catalog: SchemaCatalog
-) -> None:
-    env = order(version=1)
-    value, headers = structured(catalog, env)
-    assert codec.decode(value, headers) == env
-    assert codec.decode(value, headers, version=2).data["currency"] == "EUR"
-
-
-def test_earlier_format_headers_can_be_optional_but_are_still_checked(
-    catalog: SchemaCatalog,
-) -> None:
+def test_headers_can_be_optional_but_are_still_checked(catalog: SchemaCatalog) -> None:
     lenient = AvroCodec(catalog, require_headers=False)
-    value, headers = structured(catalog, order())
+    value, headers = lenient.encode(order())
     assert lenient.decode(value, None).data == ORDER_V1
     with pytest.raises(HeaderMismatchError):
         lenient.decode(value, replace_header(headers, "ce_type", b"order.accepted"))
@@ -324,10 +290,8 @@ def test_earlier_format_headers_can_be_optional_but_are_still_checked(
     ("name", "value"),
     [("ce_type", b"order.accepted"), ("ce_dataversion", b"2"), ("ce_id", b"someone-else")],
 )
-def test_earlier_format_headers_disagreeing_with_the_body(
-    codec: AvroCodec, catalog: SchemaCatalog, name: str, value: bytes
-) -> None:
-    body, headers = structured(catalog, order())
+def test_headers_disagreeing_with_the_body(codec: AvroCodec, name: str, value: bytes) -> None:
+    body, headers = codec.encode(order())
     with pytest.raises(HeaderMismatchError, match=f"header {name}="):
         codec.decode(body, replace_header(headers, name, value))
 
@@ -391,6 +355,5 @@ def test_headers_as_a_mapping_or_with_text_values_are_accepted(codec: AvroCodec)
     assert codec.decode(value, as_text) == env
     assert codec.decode(value, dict(headers)) == env
     assert peek_type(dict(as_text)) == ("order.placed", 1)
-    # The headers are the only copy of the metadata: a wrong version misreads the payload.
-    with pytest.raises(MalformedRecordError):
+    with pytest.raises(HeaderMismatchError):
         codec.decode(value, {**dict(as_text), "ce_dataversion": "2"})

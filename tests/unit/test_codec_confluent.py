@@ -72,6 +72,17 @@ def test_round_trip_and_framing(codec: ConfluentAvroCodec) -> None:
     assert codec.decode(value, headers) == env
 
 
+def test_every_metadata_field_survives_the_round_trip(codec: ConfluentAvroCodec) -> None:
+    """The headers are the only copy of the metadata in this format."""
+    cause = Envelope.new("order.placed", ORDER, key="o-1", source="shop")
+    env = cause.follow(
+        "order.validated", {"order_id": "o-1", "total_cents": 900, "currency": "EUR"}
+    )
+    assert env.correlation_id and env.causation_id
+    value, headers = codec.encode(env)
+    assert codec.decode(value, headers) == env
+
+
 def test_confluents_own_deserializer_reads_our_values(
     codec: ConfluentAvroCodec, registry: SchemaRegistryClient
 ) -> None:

@@ -1,13 +1,14 @@
 """Payloads are decoded where a step first reads them, and nowhere else.
 
 Through the TestDriver (the runtime's chain on in-memory clients): an envelope passed on
-unchanged is written from its original bytes; a payload that cannot be decoded is a decode
+unchanged is written as the value it came in; a payload that cannot be decoded is a decode
 failure (straight to the DLQ, never retried) wherever a step reads it.
 """
 
 from __future__ import annotations
 
 from streams.codec import AvroCodec
+from streams.codec.envelope_wire import envelope_value, type_version_bytes
 from streams.envelope import Envelope
 from streams.schemas import default_catalog
 from streams.testing import TestDriver
@@ -21,7 +22,7 @@ def order(n: int) -> Envelope:
     return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key="c-1")
 
 
-def test_an_envelope_passed_on_unchanged_keeps_its_payload_bytes() -> None:
+def test_an_envelope_passed_on_unchanged_is_written_as_it_came_in() -> None:
     b = TopologyBuilder("app")
     b.source("in", type="order.placed", version=2).filter(lambda e: e.key == "c-1").to(
         owned("out"), type="order.placed", version=2
@@ -57,12 +58,14 @@ def test_a_payload_that_cannot_be_read_where_a_step_reads_it_is_a_decode_failure
     b.source("in", type="order.placed", version=2).map(price, name="price").to(
         owned("out"), type="order.placed", version=2
     )
-    _value, headers = CODEC.encode(order(1))
+    env = order(1)
+    # a well-formed envelope record whose payload bytes are not an order.placed@2
+    value = envelope_value(env, b"\x07 not the payload", type_version_bytes(env.type, 2))
     with TestDriver(b.build()) as driver:
-        driver.pipe_raw("in", b"\x07 not the payload", headers, key=b"c-1")
+        driver.pipe_raw("in", value, CODEC.headers(env), key=b"c-1")
         driver.advance_time(5_000)
         (dead,) = driver.dead_letters
         assert driver.retried == [] and driver.read("app-out") == []
     assert dead.info.stage.value == "decode" and dead.info.step == "decode"
     assert dead.info.attempts == 1 and tried == ["price"]
-    assert dead.value == b"\x07 not the payload"
+    assert dead.value == value

@@ -220,24 +220,32 @@ def test_replaying_the_changelog_rebuilds_the_same_entries(
         replica.close()
 
 
-def test_the_disk_backend_checkpoints_each_apply(
-    cluster: MemoryCluster, tmp_path: Path, clock: Clock
+@pytest.mark.parametrize("every", [0.0, 3600.0])
+def test_the_disk_backend_checkpoints_at_most_every_interval_and_at_close(
+    cluster: MemoryCluster, tmp_path: Path, clock: Clock, every: float
 ) -> None:
     store = ChangelogStore(
-        "app", "s", RocksDBBackend(), consumer_config={}, state_dir=tmp_path, clock=clock
+        "app",
+        "s",
+        RocksDBBackend(),
+        consumer_config={},
+        make_consumer=cluster.consumer,
+        state_dir=tmp_path,
+        clock=clock,
+        durable_every_s=every,
     )
-    storage = store.backend.open(store.partition_dir(0))
-    part = ChangelogPartition(store, 0, storage, Checkpoint(TOPIC, 0), None)
+    part = store.open(0, None)
+    opened = read_checkpoint(store.partition_dir(0), TOPIC)
     producer = cluster.producer({})
-    try:
-        for source in (100, 200):
-            part.transaction().set(f"k{source}", b"v")
-            part.flush(producer, source_offset=source)
-            producer.flush()
-            part.apply()
-        assert read_checkpoint(store.partition_dir(0), TOPIC) == Checkpoint(TOPIC, 2, 200)
-    finally:
-        storage.close()
+    for source in (100, 200):
+        part.transaction().set(f"k{source}", b"v")
+        part.flush(producer, source_offset=source)
+        producer.flush()
+        part.apply()
+    on_disk = read_checkpoint(store.partition_dir(0), TOPIC)
+    assert on_disk == (Checkpoint(TOPIC, 2, 200) if every == 0 else opened)
+    store.close(0, keep=True)
+    assert read_checkpoint(store.partition_dir(0), TOPIC) == Checkpoint(TOPIC, 2, 200)
 
 
 def test_a_store_opened_on_in_memory_clients_restores_what_it_wrote(

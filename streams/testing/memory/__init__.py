@@ -13,10 +13,10 @@ What it simulates, deterministically and without threads:
 - ``MemoryProducer``: ``produce`` writes at once; delivery reports (real
   ``confluent_kafka.Message`` objects, with offsets) are served only inside ``poll`` and
   ``flush`` (failures only with ``delivery.report.only.error``, as librdkafka); partitioning
-  by murmur2 of the key, as the Java client and the runtime's producer. Transactions with librdkafka's lifecycle: open records are invisible to
-  read_committed consumers, commit shows them and commits the offsets sent to the
-  transaction, abort hides them for good; a second ``init_transactions`` with the same
-  ``transactional.id`` fences the first producer.
+  by murmur2 of the key, as the Java client and the runtime's producer. Transactions with
+  librdkafka's lifecycle: open records are invisible to read_committed consumers, commit
+  shows them and commits the offsets sent to the transaction, abort hides them for good;
+  a second ``init_transactions`` with the same ``transactional.id`` fences the first.
 - ``MemoryConsumer``: subscription with rebalance callbacks (one member per group,
   cooperative: callbacks get the partitions that change, inside ``consume``/``poll``),
   explicit assignment, pause/resume/seek, group offsets and ``auto.offset.reset``,
