@@ -1,19 +1,17 @@
-"""Streams' wire format: the Avro envelope record in the value, its metadata mirrored in
-headers.
+"""Streams' wire format: the Avro envelope record in the value, three headers to route on.
 
 Value: schemaless Avro of ``schemas/envelope.avsc``, whose ``data`` field is the
-schemaless Avro of ``schemas/<type>/v<version>.avsc``. Headers mirror the metadata tools
-route and filter on without decoding (CloudEvents Kafka binding names:
-``streams.codec.headers``): ``ce_specversion``, ``ce_id``, ``ce_source``, ``ce_type``,
-``ce_time``, ``ce_dataversion`` and, when set, ``ce_correlationid``. The value is the
-authority: a reader that has it needs no header. The README's "Wire format" section is
-the full description.
+schemaless Avro of ``schemas/<type>/v<version>.avsc``. Headers (CloudEvents Kafka binding
+names: ``streams.codec.headers``): ``ce_id``, ``ce_type`` and ``ce_dataversion``, what
+tools route and filter on without decoding. The value is the authority: a reader that has
+it needs no header. The README's "Wire format" section is the full description.
 
 Why the metadata lives in the value (CloudEvents' structured mode, with our own record)
 rather than in headers alone (binary mode), measured: confluent-kafka turns a consumed
 record's headers into Python objects at about 4 µs for the first and 0.25 µs for each
-more, on every record whose headers are asked for. The runtime never asks (``decode``
-with ``lazy``), so a record costs one read of a small Avro record instead.
+more, on every record whose headers are asked for, and a produced header costs about
+0.25 µs. The runtime never asks (``decode`` with ``lazy``), so a record costs one read of
+a small Avro record instead, and writes three headers.
 
 Payloads are written and read by functions compiled from their schemas
 (``streams.codec.compiled``; fastavro where a schema is not covered, and for resolution
@@ -33,7 +31,7 @@ from fastavro import schemaless_writer
 from streams.codec import headers as h
 from streams.codec.base import KafkaHeaders
 from streams.codec.compiled import compile_reader, compile_writer
-from streams.codec.envelope_wire import envelope_value, micros, read_fields, type_version_bytes
+from streams.codec.envelope_wire import envelope_value, read_fields, type_version_bytes
 from streams.codec.errors import (
     EmptyRecordError,
     EncodeError,
@@ -46,8 +44,6 @@ from streams.codec.upcast import Upcasters
 from streams.envelope import Envelope, WireEnvelope, envelope_from_fields, wire_envelope
 from streams.schemas.catalog import SchemaCatalog
 
-_SPEC_HEADER = (h.SPECVERSION, h.SPECVERSION_VALUE)
-_SOURCE_CACHE_MAX = 1024
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 Read = Callable[[bytes], Any]
@@ -118,8 +114,6 @@ class AvroCodec:
         # The catalog is immutable: everything per (type, version) is prepared up front,
         # so the hot path is one dict lookup.
         self._info = {key: _TypeInfo(*key, schema) for key, schema in catalog.schema_map().items()}
-        self._sources: dict[str, tuple[str, bytes]] = {}
-        self._seconds: dict[int, str] = {}  # RFC 3339 up to the second, by epoch second
 
     # -- encode ----------------------------------------------------------------------------
 
@@ -132,7 +126,6 @@ class AvroCodec:
         if info is None:
             raise self.payloads.unknown_schema(env.type, env.version)
         try:
-            when = micros(env.time)
             value = env.untouched_value() if type(env) is WireEnvelope else None
             if value is None:
                 try:
@@ -141,47 +134,21 @@ class AvroCodec:
                 except Exception as exc:  # TypeError/ValueError/OverflowError/KeyError...
                     raise encode_error(env.type, env.version, info.schema, env.data, exc) from exc
                 # The envelope record by hand (same bytes as fastavro's writer).
-                value = envelope_value(env, data, info.type_version, when)
-            return value, self._headers(env, info, when)
+                value = envelope_value(env, data, info.type_version)
+            return value, self._headers(env, info)
         except EncodeError:
             raise
         except Exception as exc:
             raise _envelope_error(env, exc) from exc
 
     def headers(self, env: Envelope) -> KafkaHeaders:
-        """The Kafka headers that mirror ``env``'s metadata."""
+        """The Kafka headers of ``env``: ``ce_id``, ``ce_type``, ``ce_dataversion``."""
         info = self._info.get((env.type, env.version))
-        return self._headers(env, info or _TypeInfo(env.type, env.version, None), None)
+        return self._headers(env, info or _TypeInfo(env.type, env.version, None))
 
-    def _headers(self, env: Envelope, info: _TypeInfo, when: int | None) -> KafkaHeaders:
-        source = self._sources.get(env.source)
-        if source is None:
-            if len(self._sources) >= _SOURCE_CACHE_MAX:
-                self._sources.clear()
-            source = self._sources[env.source] = (h.SOURCE, env.source.encode())
-        out = [
-            _SPEC_HEADER,
-            (h.ID, env.id.encode()),
-            source,
-            info.type,
-            (h.TIME, self._rfc3339(micros(env.time) if when is None else when)),
-            info.version,
-        ]
-        if env.correlation_id is not None:
-            out.append((h.CORRELATION_ID, env.correlation_id.encode()))
-        return out
-
-    def _rfc3339(self, when: int) -> bytes:
-        """RFC 3339 in UTC with microseconds; the part up to the second is cached (the
-        records of one second share it)."""
-        second, fraction = divmod(when, 1_000_000)
-        prefix = self._seconds.get(second)
-        if prefix is None:
-            if len(self._seconds) >= _SOURCE_CACHE_MAX:
-                self._seconds.clear()
-            moment = _EPOCH + timedelta(seconds=second)
-            prefix = self._seconds[second] = moment.strftime("%Y-%m-%dT%H:%M:%S")
-        return b"%s.%06d+00:00" % (prefix.encode(), fraction)
+    @staticmethod
+    def _headers(env: Envelope, info: _TypeInfo) -> KafkaHeaders:
+        return [(h.ID, env.id.encode()), info.type, info.version]
 
     # -- decode ----------------------------------------------------------------------------
 

@@ -2,9 +2,9 @@
 
 Value: magic byte ``0x00``, the schema id (4 bytes, big-endian) from a Confluent Schema
 Registry, then the schemaless Avro of the *payload* (``schemas/<type>/v<N>.avsc``). The
-envelope's metadata travels only in headers (CloudEvents' Kafka binary mode), the same
-headers ``AvroCodec`` writes plus ``ce_partitionkey`` for the envelope key. Confluent's own
-``AvroDeserializer`` reads these values.
+envelope's metadata travels only in headers (CloudEvents' Kafka binary mode: every field,
+``streams.codec.headers.metadata_headers``), ``ce_partitionkey`` for the envelope key.
+Confluent's own ``AvroDeserializer`` reads these values.
 
 Schemas are registered under a subject per type (by default the record's full name, like
 Confluent's RecordNameStrategy, because one topic carries several types); each (type,
@@ -29,11 +29,11 @@ from fastavro import parse_schema
 from fastavro.schema import to_parsing_canonical_form
 
 from streams.codec import headers as h
-from streams.codec.avro import AvroCodec
 from streams.codec.base import KafkaHeaders
 from streams.codec.errors import (
     BadHeaderError,
     EmptyRecordError,
+    EncodeError,
     HeaderMismatchError,
     MalformedRecordError,
     MissingHeaderError,
@@ -47,7 +47,6 @@ from streams.envelope import Envelope, envelope_from_fields
 from streams.schemas.catalog import SchemaCatalog
 
 MAGIC = 0
-PARTITIONKEY = "ce_partitionkey"
 _FRAME = struct.Struct(">bI")
 
 SubjectStrategy = Callable[[str, Any], str]
@@ -85,7 +84,6 @@ class ConfluentAvroCodec:
         self.subject = subject
         self.auto_register = auto_register
         self.payloads = Payloads(catalog, upcasters)
-        self._headers = AvroCodec(catalog)  # same metadata headers, one implementation
         self._ids: dict[tuple[str, int], bytes] = {}
         self._versions: dict[int, tuple[str, int]] = {}
         self._canonical = {
@@ -103,13 +101,11 @@ class ConfluentAvroCodec:
         frame = self._ids.get((env.type, env.version))
         if frame is None:
             frame = self._register(env.type, env.version)
-        # The headers are the only copy of the metadata here: those AvroCodec leaves to
-        # its value are added.
-        headers = self._headers.headers(env)
-        if env.key is not None:
-            headers.append((PARTITIONKEY, env.key.encode()))
-        if env.causation_id is not None:
-            headers.append((h.CAUSATION_ID, env.causation_id.encode()))
+        # The headers are the only copy of the metadata in this format: every field.
+        try:
+            headers = h.metadata_headers(env)
+        except Exception as exc:  # AttributeError, TypeError: a field of the wrong type
+            raise EncodeError(f"envelope metadata cannot be written as headers: {exc}") from exc
         return frame + payload, headers
 
     def schema_id(self, type_: str, version: int) -> int:
@@ -176,7 +172,7 @@ class ConfluentAvroCodec:
             type_,
             data,
             writer if version is None else version,
-            _text(meta, PARTITIONKEY, required=False),
+            _text(meta, h.PARTITIONKEY, required=False),
             _text(meta, h.ID),
             _time(meta),
             _text(meta, h.SOURCE),

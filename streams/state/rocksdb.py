@@ -18,7 +18,7 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch
+from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteBufferManager
 
 from streams.state.base import NEVER, Backend, Changes, Entry, LocalStorage
 from streams.state.errors import StateError
@@ -29,13 +29,14 @@ _EXPIRY = struct.Struct(">Q")
 _INDEX_END = b"y"  # first key after every index key
 
 
-def _options(write_buffer_mb: int, block_cache_mb: int) -> Options:
+def _options(memtable_bytes: int, buffers: WriteBufferManager, cache: Cache) -> Options:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
-    opts.set_write_buffer_size(write_buffer_mb * 1024 * 1024)
+    opts.set_write_buffer_size(memtable_bytes)
     opts.set_max_write_buffer_number(2)
+    opts.set_write_buffer_manager(buffers)
     table = BlockBasedOptions()
-    table.set_block_cache(Cache(block_cache_mb * 1024 * 1024))
+    table.set_block_cache(cache)
     opts.set_block_based_table_factory(table)
     return opts
 
@@ -122,19 +123,26 @@ class RocksDBStorage(LocalStorage):
 
 
 class RocksDBBackend(Backend):
-    """Disk storage. ``write_buffer_mb`` and ``block_cache_mb`` bound memory per partition."""
+    """Disk storage. The partitions of a store draw on two pools they share, so its memory
+    does not grow with its partition count: ``write_buffer_mb`` of memtables (RocksDB's
+    write buffer manager flushes one to disk when the pool is nearly full) and a
+    ``block_cache_mb`` block cache."""
 
     name = "rocksdb"
     persistent = True
 
-    def __init__(self, *, write_buffer_mb: int = 16, block_cache_mb: int = 16) -> None:
-        self._write_buffer_mb = write_buffer_mb
-        self._block_cache_mb = block_cache_mb
+    def __init__(self, *, write_buffer_mb: int = 32, block_cache_mb: int = 16) -> None:
+        mb = 1024 * 1024
+        self._buffers = WriteBufferManager(write_buffer_mb * mb, False)
+        self._cache = Cache(block_cache_mb * mb)
+        # One memtable may take a quarter of the pool: a busy partition flushes less often.
+        self._memtable_bytes = max(write_buffer_mb * mb // 4, mb)
 
     def open(self, path: Path) -> LocalStorage:
         db_path = path / "rocksdb"
         db_path.parent.mkdir(parents=True, exist_ok=True)
-        return RocksDBStorage(db_path, _options(self._write_buffer_mb, self._block_cache_mb))
+        options = _options(self._memtable_bytes, self._buffers, self._cache)
+        return RocksDBStorage(db_path, options)
 
     def destroy(self, path: Path) -> None:
         shutil.rmtree(path / "rocksdb", ignore_errors=True)

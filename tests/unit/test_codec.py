@@ -100,22 +100,15 @@ def test_without_a_reader_version_the_payload_comes_as_written(codec: AvroCodec)
     assert env.data["currency"] == "CHF"
 
 
-def test_headers_mirror_the_metadata_with_cloudevents_names(codec: AvroCodec) -> None:
+def test_headers_carry_what_routing_needs_with_cloudevents_names(codec: AvroCodec) -> None:
     env = order().follow("order.validated", {"order_id": "o-1", "total_cents": 900})
     _, headers = codec.encode(env)
-    got = dict(headers)
-    assert got["ce_specversion"] == b"1.0"
-    assert got["ce_id"] == env.id.encode()
-    assert got["ce_type"] == b"order.validated"
-    assert got["ce_source"] == env.source.encode()
-    assert datetime.fromisoformat(got["ce_time"].decode()) == env.time
-    assert got["ce_dataversion"] == b"1"
-    assert got["ce_correlationid"] == env.correlation_id.encode()  # type: ignore[union-attr]
     # the rest is the value's alone: headers are what tools filter on, each one a cost
-    assert set(got) == {
-        "ce_specversion", "ce_id", "ce_type", "ce_source", "ce_time", "ce_dataversion",
-        "ce_correlationid",
-    }  # fmt: skip
+    assert headers == [
+        ("ce_id", env.id.encode()),
+        ("ce_type", b"order.validated"),
+        ("ce_dataversion", b"1"),
+    ]
     assert peek_type(headers) == ("order.validated", 1)
     assert codec.peek_type(headers) == ("order.validated", 1)
 
