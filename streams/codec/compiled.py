@@ -12,8 +12,12 @@ The contract is fastavro's, byte for byte: a writer returns exactly what
 fields take their default, unknown fields are refused) and raises for a datum that does
 not fit (the codec then asks ``locate`` which field); a reader returns exactly what
 ``schemaless_reader`` returns, consuming every byte, and raises (ValueError, EOFError,
-IndexError, KeyError, OverflowError, UnicodeDecodeError, struct.error) otherwise.
-Property tests check both against fastavro, on the catalog's schemas and on generated ones.
+IndexError, KeyError, OverflowError, UnicodeDecodeError, struct.error) otherwise. Two
+departures, on corrupt bytes: a negative union index is refused (fastavro counts it from
+the end, as Python does), and, so that a corrupt count cannot exhaust memory, an array of
+items that take no bytes (``null``, ``fixed`` of size 0) holds at most 1024 + 8 items per
+byte of its record, where fastavro would read items for as long as memory lasts. Property
+tests check both against fastavro, on the catalog's schemas and on generated ones.
 
 Covered: null, boolean, int, long, float, double, bytes, string, fixed, enum, record
 (named, nested, recursive), array, map, unions of null and one other type, and every
@@ -38,6 +42,10 @@ Writer = Callable[[Any], bytes]
 Reader = Callable[[bytes], Any]
 
 _PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
+
+
+NO_WIDTH = "items of no width: more than a record this size can mean"
+"""Part of the message refusing a corrupt count of items that take no bytes."""
 
 
 class Unsupported(Exception):  # noqa: N818 - a signal inside this module, never raised out
@@ -324,6 +332,17 @@ def _read(src: _Source, schema: Any, target: str, pad: str) -> list[str]:
     if kind in ("array", "map"):
         out, count, item = src.fresh("out"), src.fresh("c"), src.fresh("it")
         inner = pad + "        "
+        # A count is checked before its items are read: every item takes a byte at least,
+        # so more items than bytes left is a truncated or corrupt record, refused at once
+        # rather than read until the end. Items of no width (null, fixed(0), records of
+        # those) take no bytes, so a corrupt count would fill memory with them (fastavro
+        # does): their arrays hold at most 1024 + 8 items per byte of the record.
+        if kind == "array" and _widthless(src, schema["items"], set()):
+            guard = f"len({out}) + {count} > 1024 + 8 * len(b)"
+            refusal = f"raise ValueError(str({count}) + ' {NO_WIDTH}')"
+        else:
+            guard = f"{count} > len(b) - p"
+            refusal = "raise EOFError('runs past the end')"
         if kind == "array":
             body = [*_read(src, schema["items"], item, inner), f"{inner}{out}.append({item})"]
             start = f"{pad}{out} = []"
@@ -340,6 +359,7 @@ def _read(src: _Source, schema: Any, target: str, pad: str) -> list[str]:
             f"{pad}    if {count} < 0:",
             f"{pad}        {count} = -{count}",
             *_read_varint("_", pad + "        "),  # the block's size in bytes
+            f"{pad}    if {guard}: {refusal}",
             f"{pad}    for _j in range({count}):",
             *body,
             f"{pad}{target} = {out}",
@@ -357,6 +377,42 @@ def _read(src: _Source, schema: Any, target: str, pad: str) -> list[str]:
     if kind == "record":
         return [f"{pad}{target}, p = {_record_reader(src, schema)}(b, p)"]
     raise Unsupported(f"type {kind!r}")
+
+
+def _widthless(src: _Source, schema: Any, seen: set[str]) -> bool:
+    """Whether a value of ``schema`` is written as no bytes at all."""
+    kind, schema = _kind(src.resolve(schema))
+    if kind == "null":
+        return True
+    if kind == "fixed":
+        return int(schema["size"]) == 0
+    if kind == "record":
+        if schema["name"] in seen:  # a record inside itself: its way out takes bytes
+            return False
+        inside = seen | {schema["name"]}
+        return all(_widthless(src, field["type"], inside) for field in schema["fields"])
+    return False
+
+
+def has_widthless_items(schema: Any) -> bool:
+    """Whether an array somewhere in a parsed schema holds items that take no bytes."""
+    src = _Source(schema.get("__named_schemas", {}) if isinstance(schema, dict) else {})
+    seen: set[str] = set()
+
+    def walk(s: Any) -> bool:
+        kind, s = _kind(src.resolve(s))
+        if kind == "union":
+            return any(walk(branch) for branch in s)
+        if kind == "array":
+            return _widthless(src, s["items"], set()) or walk(s["items"])
+        if kind == "map":
+            return walk(s["values"])
+        if kind == "record" and s["name"] not in seen:
+            seen.add(s["name"])
+            return any(walk(field["type"]) for field in s["fields"])
+        return False
+
+    return walk(schema)
 
 
 def _record_reader(src: _Source, schema: dict[str, Any]) -> str:
