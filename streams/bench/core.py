@@ -209,19 +209,38 @@ Sample = Callable[[int, int], list[Any]]
 def latency_rows(
     ctx: BenchContext,
     section: str,
-    path: Path,
+    path: Path | Relay,
     sample: Sample,
     *,
     rate: int,
     seconds: int,
     codec: Any,
+    label: str = "",
 ) -> list[Row]:
-    """p50 and p99 end-to-end latency of ``streams run path``: envelopes written at
-    ``rate`` per second for ``seconds``, each timed from its write until an output caused
-    by it (``causation_id``), or the envelope itself passed on, is read."""
+    """p50 and p99 end-to-end latency of ``streams run path`` (or of a bare ``Relay``, to
+    see the machine's floor): envelopes written at ``rate`` per second for ``seconds``,
+    each timed from its write until an output caused by it (``causation_id``), or the
+    envelope itself passed on, is read."""
     source = ctx.topic(f"{section}-lat-in", partitions=PARTITIONS)
-    app_id = unique_topic_name(f"bench-{section}-lat")
-    proc, outputs = start_instance(ctx, path, app_id, source)
+    if isinstance(path, Path):
+        app_id = unique_topic_name(f"bench-{section}-lat")
+        proc, outputs = start_instance(ctx, path, app_id, source)
+
+        def stop() -> None:
+            stop_process(proc)
+            drop_app_topics(ctx, app_id)
+
+    else:
+        outputs = [ctx.topic(f"{section}-lat-out", partitions=PARTITIONS)]
+        forked = multiprocessing.get_context("fork").Process(
+            target=path, args=(ctx.bootstrap, source, outputs[0]), daemon=True
+        )
+        forked.start()
+
+        def stop() -> None:
+            forked.kill()
+            forked.join()
+
     reader = Consumer(
         {
             "bootstrap.servers": ctx.bootstrap,
@@ -270,15 +289,14 @@ def latency_rows(
                 record(msg)
     finally:
         reader.close()
-        stop_process(proc)
-        drop_app_topics(ctx, app_id)
+        stop()
     latencies.sort()
     if not latencies:
         raise RuntimeError("no output arrived in the latency run")
     note = f"{rate:,}/s for {seconds} s, {len(latencies):,} samples"
     return [
-        Row(section, "end-to-end latency p50", _pct(latencies, 0.50), "ms", note=note),
-        Row(section, "end-to-end latency p99", _pct(latencies, 0.99), "ms", note=note),
+        Row(section, f"end-to-end latency p50{label}", _pct(latencies, 0.50), "ms", note=note),
+        Row(section, f"end-to-end latency p99{label}", _pct(latencies, 0.99), "ms", note=note),
     ]
 
 

@@ -18,7 +18,9 @@ the runtime's producer settings. Rows:
 - ``streams run topology/enrich.py``, at-least-once (RocksDB dedup store, changelog):
   target 0.4 of the reference; exactly-once: target 0.9 of at-least-once;
 - ``streams run topology/mirror.py`` on the envelope input: target 0.8 of the wire loop;
-- the enrich instance's peak RSS, and its end-to-end latency at 5k records/s;
+- the enrich instance's peak RSS, and its end-to-end latency at 5k records/s, beside the
+  same figures for a bare byte-copy loop taking records as they come (the floor: on 2
+  cores the broker, the load generator and the loop share the CPU);
 - the µs per record of each stage inside the runtime (``streams.bench.stages``).
 """
 
@@ -116,6 +118,18 @@ def _wire_work(bootstrap: str, source: str, target: str) -> None:
             seen.add(order_id)
             value, headers = codec.encode(enrich(env))
             producer.produce(target, value, msg.key(), headers=cast(Any, headers))
+        producer.poll(0)
+
+
+def _prompt_relay(bootstrap: str, source: str, target: str) -> None:
+    """The bare byte-copy loop taking records as they come (what is fetched at once, else
+    a wait for the next), as the runtime's loop does: the latency floor of this machine."""
+    consumer, producer = relay_clients(bootstrap)
+    consumer.subscribe([source])
+    while True:
+        for msg in consumer.consume(1_000, timeout=0) or consumer.consume(1, timeout=0.1):
+            if msg.error() is None:
+                producer.produce(target, msg.value(), msg.key(), headers=msg.headers())
         producer.poll(0)
 
 
@@ -228,5 +242,15 @@ def run(ctx: BenchContext) -> list[Row]:
     )
     p99 = rows[-1]
     rows[-1] = Row(SECTION, p99.name, p99.value, "ms", note=f"{p99.note}; target < 50 ms")
+    rows += latency_rows(
+        ctx,
+        SECTION,
+        _prompt_relay,
+        sample,
+        rate=LATENCY_RATE,
+        seconds=4 if ctx.quick else 10,
+        codec=codec,
+        label=", bare byte-copy loop",
+    )
     rows += stages.run(ctx, ENRICH, env_in, n)
     return rows

@@ -2,8 +2,8 @@
 
 A record that reaches ``Commit`` is processed: its partition's position moves past it
 (``streams.pipeline.offsets``). ``Commit.poll`` asks the committer for a commit every
-``interval_s`` (0: every poll); a committer flushes the writes first and commits positions
-only when none failed.
+``interval_s`` (0: every poll), and to send ahead on the polls between; a committer
+flushes the writes first and commits positions only when none failed.
 
 A committer owns what a commit makes durable, and when. The runtime has three, one per
 guarantee and state (``streams.runtime.commit``): offsets (at-least-once, no state),
@@ -40,6 +40,11 @@ class Committer(Protocol):
 
     def commit(self) -> None:
         """Commit the finished work of every partition (periodic)."""
+
+    def send_ahead(self) -> None:
+        """Between commits, on every poll: send what the next commit makes durable (store
+        changes to their changelogs) without waiting for it, so the commit, which blocks
+        the loop, has less to do."""
 
     def finish(self, failure: BaseException | None) -> None:
         """At shutdown: a last commit, or with ``failure`` nothing uncommittable."""
@@ -79,6 +84,8 @@ class Commit:
         if now - self._last >= self._interval:
             self._committer.commit()
             self._last = now
+        else:
+            self._committer.send_ahead()
 
     def revoked(self, partitions: Sequence[TP]) -> None:
         return None

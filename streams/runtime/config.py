@@ -42,11 +42,12 @@ class RuntimeConfig:
             # order of magnitude without making every restart wait 45 s.
             "session.timeout.ms": 10_000,
             "heartbeat.interval.ms": 2_000,
-            # Prefetch: bounded in memory (16 MB for the whole consumer, not librdkafka's
-            # 64 MB), fetched in large pieces. A lower queued.min.messages (10k was tried)
-            # starves the loop: measured, it capped consumption near 48k records/s; these
-            # settings read 500k+ records/s on the same machine.
-            "queued.max.messages.kbytes": 16_384,
+            # Prefetch: bounded in memory (4 MB for the whole consumer, not librdkafka's
+            # 64 MB: seconds of work at our rates; 16 MB cost 80 MB of peak RSS in the
+            # throughput bench for no speed), fetched in large pieces. A lower
+            # queued.min.messages (10k was tried) starves the loop: measured, it capped
+            # consumption near 48k records/s; these settings read 500k+ records/s.
+            "queued.max.messages.kbytes": 4_096,
             "max.partition.fetch.bytes": 4 * 1024 * 1024,
             # Never process records of aborted or open transactions (librdkafka's default,
             # stated: exactly-once outputs upstream stay exactly-once through us).

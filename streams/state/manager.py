@@ -120,8 +120,28 @@ class StateManager:
             if part.transaction().updates
         }
 
+    def unsent(self) -> bool:
+        """Whether a store change was made since the last ``send`` or ``flush``."""
+        return any(
+            part.transaction().unsent
+            for store in self.stores.values()
+            for part in store.partitions.values()
+        )
+
+    def send(self, producer: ChangelogProducer, positions: Mapping[tuple[str, int], int]) -> int:
+        """Produce the changes made since the last send of the given partitions, tagged
+        with their positions now, without waiting (between checkpoints)."""
+        sent = 0
+        for (topic, partition), source_offset in positions.items():
+            for store in self._fed_by(topic):
+                part = store.partitions.get(partition)
+                if part is not None:
+                    sent += part.send(producer, source_offset)
+        return sent
+
     def flush(self, producer: ChangelogProducer, positions: Mapping[tuple[str, int], int]) -> int:
-        """Produce the changes of the given partitions, tagged with their next offsets."""
+        """Produce the changes of the given partitions not sent yet, tagged with their next
+        offsets; return how many changes the checkpoint holds."""
         written = 0
         for (topic, partition), source_offset in positions.items():
             for store in self._fed_by(topic):

@@ -13,12 +13,15 @@ The contract with the runtime, per store and per assigned input partition ``p``:
    past it are skipped.
 3. ``tx = part.transaction()`` while processing: ``get/set/delete/exists`` (with ``ttl``),
    buffered in memory, visible to later reads.
-4. At each checkpoint (commit interval), in this order:
+4. Between checkpoints, ``part.send(producer, source_offset)`` may produce the changes
+   made so far (tagged with the input position they reflect), without waiting: what
+   each checkpoint then has left to produce is small, and so is the loop's stall.
+   At each checkpoint (commit interval), in this order:
 
-   * ``part.flush(producer, source_offset)`` produces the buffered changes (and tombstones
-     for entries whose time to live has passed) to ``changelog[p]`` through the runtime's
-     producer; ``source_offset`` is the input offset about to be committed (last
-     processed + 1). Does not wait for acks.
+   * ``part.flush(producer, source_offset)`` produces the buffered changes not sent yet
+     (and tombstones for entries whose time to live has passed) to ``changelog[p]``
+     through the runtime's producer; ``source_offset`` is the input offset about to be
+     committed (last processed + 1). Does not wait for acks.
    * at-least-once: the runtime flushes its producer, calls ``part.check_delivered()``
      (raises :class:`~streams.state.errors.ChangelogWriteError` if a changelog record was
      not acked) and only then commits the input offsets.
@@ -114,16 +117,33 @@ class ChangelogPartition:
         self.expired_total = 0
         self._tx = PartitionTransaction(storage, store.clock)
         self._durable_at = time.monotonic()  # when the local copy was last synced
-        self._pending: tuple[dict[bytes, Entry | None], _Delivery, int] | None = None
+        self._pending: tuple[dict[bytes, Entry | None], _Delivery | None, int] | None = None
+        self._delivery: _Delivery | None = None  # of the records sent since the last apply
+        self._sent = 0
 
     def transaction(self) -> PartitionTransaction:
         """The buffered changes since the last ``apply`` (the same object until then)."""
         return self._tx
 
+    def send(self, producer: ChangelogProducer, source_offset: int) -> int:
+        """Produce the changes made since the last send, tagged ``source_offset`` (the
+        partition's position now), without waiting for acks; return how many records.
+
+        Between checkpoints (with no attempt open), so that a checkpoint has little left
+        to produce and the loop stalls less. A restore skips records tagged past the
+        committed offset, as it does those of a checkpoint that did not commit. Raises
+        :class:`StateError` if a flush was neither applied nor aborted.
+        """
+        if self._pending is not None:
+            raise StateError(f"{self._where()}: sent after a flush, before apply() or abort()")
+        return self._send(producer, source_offset) if self._tx.unsent else 0
+
     def flush(
         self, producer: ChangelogProducer, source_offset: int, *, now: float | None = None
     ) -> int:
-        """Produce the buffered changes to the changelog; return how many records.
+        """Produce the changes not sent yet to the changelog, and end the checkpoint's
+        changes: no write until ``apply`` or ``abort``. Returns how many changes the
+        checkpoint holds (records were produced for each, now or by ``send``).
 
         Adds tombstones for up to ``store.expire_batch`` expired entries first. Blocks only
         while the producer's local queue is full. Raises :class:`StateError` if a previous
@@ -131,22 +151,37 @@ class ChangelogPartition:
         """
         if self._pending is not None:
             raise StateError(f"{self._where()}: flushed twice without apply() or abort()")
-        updates = self._tx.updates
+        tx = self._tx
+        updates, unsent = tx.updates, tx.unsent
         now_ms = to_ms(self.store.clock() if now is None else now)
         for key in self.storage.expired(now_ms, self.store.expire_batch):
             if key not in updates:
-                updates[key] = None
+                updates[key] = unsent[key] = None
                 self.expired_total += 1
-        delivery = _Delivery(producer)
-        self._pending = (updates, delivery, source_offset)
-        self._tx.frozen = True
-        if not updates:
-            return 0
+        if unsent:
+            self._send(producer, source_offset)
+        self._pending = (updates, self._delivery, source_offset)
+        tx.frozen = True
+        return len(updates)
+
+    def _send(self, producer: ChangelogProducer, source_offset: int) -> int:
+        tx = self._tx
+        if tx.undo is not None:
+            raise StateError(f"{self._where()}: changes sent while an attempt is open")
+        delivery = self._delivery
+        if delivery is None or delivery.producer is not producer:
+            delivery = self._delivery = _Delivery(producer)
+        updates, keys = tx.updates, tx.unsent
+        tx.unsent = {}
         topic = self.store.changelog_topic
         partition = self.partition
         shared = source_headers(self.store.source_topic, partition, source_offset)
         produce = producer.produce
-        for key, entry in updates.items():
+        sent = 0
+        for key in keys:
+            if key not in updates:  # written by an attempt that was rolled back
+                continue
+            entry = updates[key]
             if entry is None:
                 value, headers = None, shared
             else:
@@ -164,7 +199,9 @@ class ChangelogPartition:
                     break
                 except BufferError:  # local queue full: serve deliveries, then retry
                     producer.poll(0.1)
-        return len(updates)
+            sent += 1
+        self._sent += sent
+        return sent
 
     def check_delivered(self) -> None:
         """Raise :class:`ChangelogWriteError` unless every record of the flush is acked:
@@ -174,13 +211,15 @@ class ChangelogPartition:
         """
         if self._pending is None:
             return
-        updates, delivery, _ = self._pending
+        delivery = self._pending[1]
+        if delivery is None:
+            return
         if delivery.error is not None:
             raise ChangelogWriteError(
                 f"{self._where()}: a changelog record was not written ({delivery.error}); "
                 "do not commit the input offsets"
             )
-        outstanding = len(delivery.producer) if updates else 0
+        outstanding = len(delivery.producer)
         if outstanding:
             raise ChangelogWriteError(
                 f"{self._where()}: {outstanding} record(s) of the producer not acknowledged "
@@ -202,7 +241,7 @@ class ChangelogPartition:
             # Where a restore of the local copy resumes: at most the changelog's end now (no
             # offsets come back from a producer reporting failures only; transaction
             # markers make it less), so a restore re-reads a few records, never skips one.
-            resume = self.checkpoint.changelog_offset + len(updates)
+            resume = self.checkpoint.changelog_offset + self._sent
             self.checkpoint = Checkpoint(self.store.changelog_topic, resume, source_offset)
             # A sync (and its checkpoint file) costs milliseconds: at most every
             # ``durable_every_s``, and at close. Between two, a crash of the machine (not
@@ -224,6 +263,8 @@ class ChangelogPartition:
 
     def _reset(self) -> None:
         self._pending = None
+        self._delivery = None
+        self._sent = 0  # records produced for the checkpoint under way
         self._tx = PartitionTransaction(self.storage, self.store.clock)
 
     def _where(self) -> str:

@@ -40,6 +40,9 @@ class PartitionTransaction:
         self._storage = storage
         self._clock = clock
         self.updates: dict[bytes, Entry | None] = {}
+        # Keys written since their changes were last sent to the changelog (a dict: the
+        # order they were written in); a rolled-back key may stay here, and is skipped.
+        self.unsent: dict[bytes, None] = {}
         self.frozen = False  # set by a flush until apply/abort: no writes in between
         self.undo: dict[bytes, Entry | None] | None = None  # open savepoint: replaced values
 
@@ -66,6 +69,7 @@ class PartitionTransaction:
         if undo is not None and key not in undo:
             undo[key] = self.updates.get(key, _ABSENT)
         self.updates[key] = entry
+        self.unsent[key] = None
 
     def _now_ms(self, now: float | None) -> int:
         return to_ms(self._clock() if now is None else now)

@@ -14,6 +14,33 @@ class NoCommits:
     def commit(self) -> None:
         raise AssertionError("not due")
 
+    def send_ahead(self) -> None:
+        return None
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def commit(self) -> None:
+        self.calls.append("commit")
+
+    def send_ahead(self) -> None:
+        self.calls.append("send_ahead")
+
+
+def test_the_commit_step_commits_on_schedule_and_sends_ahead_on_the_polls_between() -> None:
+    now = [0.0]
+    committer = Calls()
+    commit = Commit(committer, interval_s=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    commit.poll()
+    now[0] = 0.5
+    commit.poll()
+    now[0] = 1.0
+    commit.poll()
+    commit.poll()
+    assert committer.calls == ["send_ahead", "send_ahead", "commit", "send_ahead"]
+
 
 def record(offset: int, offsets: PartitionOffsets | None) -> Record:
     r = Record("t", 0, offset, None, b"k", b"v", ())

@@ -26,6 +26,7 @@ from streams.runtime.commit import (
     TransactionCommitter,
 )
 from streams.state import MemoryBackend, StateManager
+from streams.state.changelog import SOURCE_OFFSET
 from streams.testing.memory import MemoryCluster, MemoryConsumer, MemoryProducer
 from streams.testing.memory.admin import MemoryAdmin
 
@@ -176,3 +177,31 @@ def test_a_checkpoint_commits_nothing_while_a_write_failed() -> None:
         s.committer.commit()
     assert s.committed(0) == 0 and s.committed(1) == 0
     assert s.cluster.records(CHANGELOG) == []  # no store change reached the changelog
+
+
+def test_store_changes_are_sent_ahead_between_checkpoints_tagged_with_their_position() -> None:
+    s = Setup({0: 0}, exactly_once=False)
+    s.process(0, 0)
+    s.committer.send_ahead()  # a poll between commits
+    (ahead,) = s.cluster.records(CHANGELOG)
+    assert ahead.key == b"id-0" and dict(ahead.headers)[SOURCE_OFFSET] == b"1"
+    assert s.committed(0) == 0  # sent, not committed
+    s.process(0, 1)
+    s.committer.commit()
+    assert [r.key for r in s.cluster.records(CHANGELOG)] == [b"id-0", b"id-1"]
+    assert s.committed(0) == 2
+    assert s.state.stores["seen"].partition(0).storage.get(b"id-0") is not None
+
+
+def test_exactly_once_sends_ahead_into_the_open_transaction() -> None:
+    s = Setup({0: 0}, exactly_once=True)
+    s.process(0, 0)
+    s.committer.send_ahead()
+    assert s.cluster.records(CHANGELOG) == []  # in the transaction: not visible yet
+    s.producer.fail_commits(KafkaError(KafkaError.INVALID_TXN_STATE, txn_requires_abort=True))
+    s.committer.commit()
+    assert s.cluster.records(CHANGELOG) == []  # aborted with it
+    s.process(0, 0)
+    s.committer.send_ahead()
+    s.committer.commit()
+    assert [r.key for r in s.cluster.records(CHANGELOG)] == [b"id-0"] and s.committed(0) == 1

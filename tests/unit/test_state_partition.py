@@ -155,6 +155,68 @@ def test_no_writes_between_flush_and_apply(
     part.transaction().set("b", b"2")
 
 
+def test_changes_sent_ahead_are_tagged_then_and_the_flush_sends_only_the_rest(
+    cluster: MemoryCluster, part: ChangelogPartition
+) -> None:
+    tx = part.transaction()
+    tx.set("a", b"1")
+    producer = cluster.producer({})
+    assert part.send(producer, source_offset=5) == 1
+    assert part.send(producer, source_offset=6) == 0  # nothing new
+    tx.set("a", b"2")
+    tx.set("b", b"x")
+    assert part.flush(producer, source_offset=9) == 2  # the checkpoint's changes
+    records = cluster.records(TOPIC, 2)
+    tagged = [(r.key, r.value, dict(r.headers)[SOURCE_OFFSET]) for r in records]
+    assert tagged == [(b"a", b"1", b"5"), (b"a", b"2", b"9"), (b"b", b"x", b"9")]
+    with pytest.raises(StateError, match="sent after a flush"):
+        part.send(producer, source_offset=10)
+    producer.flush()
+    part.apply()
+    assert part.storage.get(b"a") == Entry(b"2")
+    assert part.checkpoint == Checkpoint(TOPIC, 3, 9)  # three records produced
+
+
+def test_a_rolled_back_write_is_not_sent_and_none_is_sent_mid_attempt(
+    cluster: MemoryCluster, part: ChangelogPartition
+) -> None:
+    tx = part.transaction()
+    tx.set("kept", b"1")
+    tx.savepoint()
+    tx.set("undone", b"2")
+    producer = cluster.producer({})
+    with pytest.raises(StateError, match="attempt is open"):
+        part.send(producer, source_offset=1)
+    tx.rollback()
+    assert part.send(producer, source_offset=1) == 1
+    assert [r.key for r in cluster.records(TOPIC, 2)] == [b"kept"]
+
+
+def test_a_restore_skips_changes_sent_ahead_of_the_committed_offset(
+    cluster: MemoryCluster,
+) -> None:
+    def store() -> ChangelogStore:
+        return ChangelogStore(
+            "app",
+            "s",
+            MemoryBackend(),
+            consumer_config={},
+            make_consumer=cluster.consumer,
+            source_topic="in",
+        )
+
+    part = store().open(0, None)
+    producer = cluster.producer({})
+    part.transaction().set("k", b"at 10")
+    part.send(producer, source_offset=10)
+    part.transaction().set("k", b"at 20")
+    part.send(producer, source_offset=20)
+    producer.flush()
+    # the process dies before its checkpoint; the group committed offset 10 earlier
+    restored = store().open(0, committed_offset=10)
+    assert restored.transaction().get("k") == b"at 10"
+
+
 def test_entries_read_as_absent_once_their_ttl_passed(
     part: ChangelogPartition, clock: Clock
 ) -> None:

@@ -1,13 +1,13 @@
 """At-least-once with stores: every commit is a checkpoint.
 
-A checkpoint (every commit interval, on revoke, at shutdown) runs in this order, each
-step blocking until done: outputs flushed and acknowledged (a failed one raises, nothing
-commits); each partition's
-store changes produced to its changelog, tagged with the input position they reflect
-(``streams.runtime.commit.positions``), and acknowledged; the input offsets committed
-synchronously; then the changes applied to the local stores. A crash anywhere leaves the
-local stores never ahead of the committed input, and the changelog tags let a restore
-skip what a crash left uncommitted.
+Store changes go to their changelogs as they are made (``send_ahead``, every poll), tagged
+with the input position they reflect (``streams.runtime.commit.positions``), without
+waiting. A checkpoint (every commit interval, on revoke, at shutdown) runs in this order,
+each step blocking until done: outputs flushed and acknowledged (a failed one raises,
+nothing commits); the store changes not sent yet produced, and all acknowledged; the
+input offsets committed synchronously; then the changes applied to the local stores. A
+crash anywhere leaves the local stores never ahead of the committed input, and the
+changelog tags let a restore skip what a crash left uncommitted.
 
 A changelog write that fails raises ``ChangelogWriteError``: nothing of that checkpoint
 is committed, the changes are dropped and no stateful commit happens again in this run
@@ -80,6 +80,11 @@ class CheckpointCommitter:
     def commit(self) -> None:
         if self._phase is Phase.RUNNING:
             self._checkpoint(self._partitions.values())
+
+    def send_ahead(self) -> None:
+        state = self._state
+        if self._phase is Phase.RUNNING and state.unsent():
+            state.send(self._sink.producer, finished_positions(self._partitions.values(), state))
 
     def finish(self, failure: BaseException | None) -> None:
         try:

@@ -48,6 +48,9 @@ class OffsetCommitter:
             self._sink.raise_errors()
             self._commit(self._partitions.values(), asynchronous=True)
 
+    def send_ahead(self) -> None:
+        return None  # nothing but the offsets to commit
+
     def finish(self, failure: BaseException | None) -> None:
         self._final(self._partitions.values())
 

@@ -1,8 +1,9 @@
 """Exactly-once: outputs, changelog records and input offsets commit in one transaction.
 
 One transactional producer per instance (``transactional.id`` = ``<app>-<instance slot>``),
-a transaction always open while running. A commit (every commit interval, on revoke, at
-shutdown) flushes the outputs, produces the store changes into the transaction, adds the
+a transaction always open while running. Store changes go into it as they are made
+(``send_ahead``, every poll). A commit (every commit interval, on revoke, at shutdown)
+flushes the outputs, produces the store changes not sent yet into the transaction, adds the
 input offsets (``send_offsets_to_transaction`` with the consumer's group metadata) and
 commits; then the changes are applied to the local stores and the next transaction opens.
 
@@ -166,6 +167,12 @@ class TransactionCommitter:
         if self._interrupted is not None:
             raise self._interrupted
         self._commit(reopen=True)
+
+    def send_ahead(self) -> None:
+        state = self._state
+        if self._alive and self.phase is TxnPhase.OPEN and state is not None and state.unsent():
+            positions = finished_positions(self._partitions.values(), state)
+            state.send(self._producer, positions)  # in the open transaction
 
     def _commit(self, *, reopen: bool) -> None:
         if self.phase is not TxnPhase.OPEN:
