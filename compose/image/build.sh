@@ -135,7 +135,7 @@ app_image() {
   tag="streams-app:$version"
   # The hash covers the sources, so an unchanged tree skips the wheel build altogether.
   hash="$( { docker image inspect --format '{{.Id}}' "$base";
-             cd "$ROOT" && find compose/Dockerfile compose/run-topology.sh pyproject.toml \
+             cd "$ROOT" && find compose/Dockerfile compose/run-topology.sh pyproject.toml setup.py \
                streams topology schemas -type f ! -path '*/__pycache__/*' -print0 \
                | sort -z | xargs -0 sha256sum; } | sha)"
   if [[ "$(label_of "$tag" streams.content-hash)" == "$hash" ]]; then

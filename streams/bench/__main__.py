@@ -18,6 +18,7 @@ from streams.bench import dedup as dedup_bench
 from streams.bench import replay as replay_bench
 from streams.bench.core import BenchContext, Row, peak_rss_mb
 from streams.broker import LocalBroker, free_port
+from streams.codec import envelope_wire
 from streams.config import external_bootstrap
 
 # Each issue that adds a figure adds its section here.
@@ -78,6 +79,9 @@ def main() -> None:
                 broker.down()
     rows.append(Row("process", "peak RSS of the bench process", peak_rss_mb(), "MB"))
     _print(rows, console)
+    # every figure depends on it: say which codec modules ran (streams.codec.speedups)
+    kind = "compiled with Cython" if envelope_wire.COMPILED else "plain Python"
+    console.print(f"codec modules varint, envelope_wire: {kind}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from streams.codec.speedups import use_compiled
 from streams.codec.varint import INT_MAX, INT_MIN, SMALL, long_bytes, read_long
 from streams.envelope import Envelope
 
@@ -162,3 +163,7 @@ def read_fields(
             raise EOFError(f"data of {n} bytes at {pos} runs past the end")
         raise ValueError(f"{len(value) - end} trailing byte(s)")
     return (id_, type_, version, when, source, key, correlation_id, causation_id, value[pos:end])
+
+
+COMPILED = use_compiled(globals())
+"""Whether the functions above are their Cython-compiled copies (``streams.codec.speedups``)."""

@@ -1,0 +1,149 @@
+"""The compiled codec modules are in use where they were built, and do exactly what the
+plain Python they are compiled from does: same bytes, same values, same errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streams.codec import envelope_wire, speedups, varint
+from streams.envelope import envelope_from_fields
+
+REQUIRE_ENV = "STREAMS_REQUIRE_COMPILED"  # CI: a build without them is a failure
+
+
+def _plain(module: ModuleType) -> ModuleType:
+    """A fresh copy of ``module`` from its source, left uncompiled (no compiled copy
+    goes by its name)."""
+    name = module.__name__.replace(".", "_plain_", 1).replace(".", "_")
+    spec = importlib.util.spec_from_file_location(f"streams.codec.{name}", module.__file__)
+    assert spec is not None and spec.loader is not None
+    copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copy)
+    assert copy.COMPILED is False
+    return copy
+
+
+PLAIN_VARINT, PLAIN_WIRE = _plain(varint), _plain(envelope_wire)
+needs_compiled = pytest.mark.skipif(
+    not (varint.COMPILED and envelope_wire.COMPILED),
+    reason="the compiled codec modules are not in use (not built here, or STREAMS_PURE_PYTHON)",
+)
+
+
+def test_the_compiled_modules_are_in_use_where_built() -> None:
+    if os.environ.get(speedups.PURE_PYTHON_ENV):
+        assert not varint.COMPILED and not envelope_wire.COMPILED
+        return
+    built = all(
+        importlib.util.find_spec(speedups.compiled_name(m.__name__)) is not None
+        for m in (varint, envelope_wire)
+    )
+    if not built and not os.environ.get(REQUIRE_ENV):
+        pytest.skip("the codec modules were not compiled here (no Cython or C compiler)")
+    assert built, "setup.py did not compile the codec modules"
+    assert varint.COMPILED and envelope_wire.COMPILED
+    assert type(envelope_wire.read_fields).__name__ == "cython_function_or_method"
+
+
+def test_a_compiled_copy_older_than_its_source_is_not_used(tmp_path: Path) -> None:
+    if not varint.COMPILED:
+        pytest.skip("the codec modules were not compiled here")
+    source = tmp_path / "varint.py"
+    source.write_text(Path(varint.__file__).read_text())
+
+    def swapped() -> bool:
+        return speedups.use_compiled({"__name__": varint.__name__, "__file__": str(source)})
+
+    os.utime(source, (0, 0))  # written before the build
+    assert swapped()
+    os.utime(source, (2**33, 2**33))  # edited after the build
+    assert not swapped()
+
+
+def _outcome(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except Exception as exc:
+        return type(exc)
+
+
+@needs_compiled
+@given(st.integers(-(2**64), 2**64))
+def test_longs_both_ways_as_plain(n: int) -> None:
+    for name in ("long_bytes", "int_bytes"):
+        assert _outcome(getattr(varint, name), n) == _outcome(getattr(PLAIN_VARINT, name), n)
+
+
+@needs_compiled
+@given(st.binary(max_size=12), st.integers(0, 12))
+def test_varints_read_as_plain(raw: bytes, at: int) -> None:
+    assert _outcome(varint.read_long, raw, at) == _outcome(PLAIN_VARINT.read_long, raw, at)
+
+
+texts = st.text() | st.text(min_size=60, max_size=300)
+times = st.datetimes(
+    min_value=datetime(1, 1, 2),
+    max_value=datetime(9999, 12, 30),
+    timezones=st.sampled_from([UTC, timezone(timedelta(hours=-3))]),
+)
+
+
+@needs_compiled
+@settings(max_examples=200)
+@given(
+    texts,
+    texts,
+    st.integers(-(2**32), 2**32),
+    times,
+    texts,
+    st.none() | texts,
+    st.none() | texts,
+    st.binary(max_size=300),
+    st.data(),
+)
+def test_envelopes_written_and_read_as_plain(  # noqa: PLR0917 - one per envelope field
+    id_: str,
+    type_: str,
+    version: int,
+    when: datetime,
+    source: str,
+    key: str | None,
+    correlation_id: str | None,
+    data: bytes,
+    draw: st.DataObject,
+) -> None:
+    env = envelope_from_fields(type_, {}, version, key, id_, when, source, correlation_id, id_)
+    tv = _outcome(envelope_wire.type_version_bytes, type_, version)
+    assert tv == _outcome(PLAIN_WIRE.type_version_bytes, type_, version)
+    if not isinstance(tv, bytes):
+        return
+    value = envelope_wire.envelope_value(env, data, tv)
+    assert value == PLAIN_WIRE.envelope_value(env, data, tv)
+    assert envelope_wire.micros(when) == PLAIN_WIRE.micros(when)
+    # the bytes as written, cut short, or with one byte changed
+    raw = bytearray(value)
+    cut = draw.draw(st.integers(0, len(raw)))
+    at, byte = draw.draw(st.integers(0, len(raw) - 1)), draw.draw(st.integers(0, 255))
+    changed = bytearray(raw)
+    changed[at] = byte
+    for candidate in (bytes(raw), bytes(raw[:cut]), bytes(changed)):
+        ours = _outcome(envelope_wire.read_envelope, candidate)
+        assert ours == _outcome(PLAIN_WIRE.read_envelope, candidate)
+        assert _outcome(envelope_wire.read_fields, candidate) == _outcome(
+            PLAIN_WIRE.read_fields, candidate
+        )
+
+
+@needs_compiled
+@given(st.binary(max_size=80))
+def test_arbitrary_bytes_read_as_plain(raw: bytes) -> None:
+    assert _outcome(envelope_wire.read_fields, raw) == _outcome(PLAIN_WIRE.read_fields, raw)
