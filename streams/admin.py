@@ -45,7 +45,8 @@ def create_topic(
     """Create ``name`` and wait until the broker's metadata shows it with every leader.
 
     The controller confirms a creation before every broker knows the topic; waiting for the
-    metadata means a producer or consumer started next never sees "unknown topic".
+    metadata means a producer or consumer started next never sees "unknown topic". With
+    ``exist_ok``, a topic another client has just created is waited for the same way.
     """
     topic = NewTopic(
         name, num_partitions=partitions, replication_factor=1, config=dict(config or {})
@@ -55,9 +56,8 @@ def create_topic(
         future.result(timeout=timeout)
     except KafkaException as exc:
         err: KafkaError = exc.args[0]
-        if exist_ok and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-            return
-        raise TopicError(f"cannot create topic {name!r}: {err.str()}") from exc
+        if not (exist_ok and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
+            raise TopicError(f"cannot create topic {name!r}: {err.str()}") from exc
     _wait_metadata(admin, [name], present=True, timeout=timeout)
 
 

@@ -62,8 +62,8 @@ class Running(RuntimeThread):
 def running() -> Iterator[list[Running]]:
     started: list[Running] = []
     yield started
-    for r in started:
-        r.stop()
+    errors = [r.stop() for r in started]
+    assert errors == [None] * len(started), "an instance failed"
 
 
 def assigned(r: Running) -> list[tuple[str, int]]:
@@ -301,7 +301,7 @@ def test_two_instances_share_the_work_and_keep_order_through_retries(
         lambda: all(len(assigned(r)) == 4 for r in running),  # 2 of the input, 2 of the tier
         60,
         what="the two instances sharing the partitions",
-        seen=lambda: str([assigned(r) for r in running]),
+        seen=lambda: str([r.error or assigned(r) for r in running]),
     )
     keys = [f"k{i}" for i in range(12)]
     envs = [payment(f"{kind}{key}", key) for kind in ("a-", "x-", "c-") for key in keys]
