@@ -254,24 +254,27 @@ def _record_writer(src: _Source, schema: dict[str, Any]) -> str:
 
 def compile_writer(schema: Any) -> Writer | None:
     """The writer of a parsed (fastavro) schema, or None when it is left to fastavro."""
-    src = _Source(schema.get("__named_schemas", {}) if isinstance(schema, dict) else {})
+    head = ["def _write(datum):", "    parts = []", "    a = parts.append"]
+    writer: Writer | None = _compile(schema, _write, head, ["    return b''.join(parts)"])
+    return writer
+
+
+def _compile(
+    schema: Any, emit: Callable[..., list[str]], head: list[str], tail: list[str]
+) -> Callable[..., Any] | None:
+    """The function ``head`` + what ``emit`` generates for ``schema`` into ``datum`` +
+    ``tail``, compiled; None when ``emit`` meets what it leaves to fastavro."""
+    src = _source(schema)
     try:
-        body = _write(src, schema, "datum", "    ")
+        body = emit(src, schema, "datum", "    ")
     except Unsupported:
         return None
-    src.functions.append(
-        "\n".join(
-            [
-                "def _write(datum):",
-                "    parts = []",
-                "    a = parts.append",
-                *body,
-                "    return b''.join(parts)",
-            ]
-        )
-    )
-    writer: Writer = src.compile("_write")
-    return writer
+    src.functions.append("\n".join([*head, *body, *tail]))
+    return src.compile(head[0][4 : head[0].index("(")])  # "def NAME(...):" → NAME
+
+
+def _source(schema: Any) -> _Source:
+    return _Source(schema.get("__named_schemas", {}) if isinstance(schema, dict) else {})
 
 
 # -- readers ---------------------------------------------------------------------------------
@@ -396,7 +399,7 @@ def _widthless(src: _Source, schema: Any, seen: set[str]) -> bool:
 
 def has_widthless_items(schema: Any) -> bool:
     """Whether an array somewhere in a parsed schema holds items that take no bytes."""
-    src = _Source(schema.get("__named_schemas", {}) if isinstance(schema, dict) else {})
+    src = _source(schema)
     seen: set[str] = set()
 
     def walk(s: Any) -> bool:
@@ -435,21 +438,6 @@ def _record_reader(src: _Source, schema: dict[str, Any]) -> str:
 def compile_reader(schema: Any) -> Reader | None:
     """The reader of a parsed (fastavro) schema's own records, or None when it is left to
     fastavro."""
-    src = _Source(schema.get("__named_schemas", {}) if isinstance(schema, dict) else {})
-    try:
-        body = _read(src, schema, "datum", "    ")
-    except Unsupported:
-        return None
-    src.functions.append(
-        "\n".join(
-            [
-                "def _read(b):",
-                "    p = 0",
-                *body,
-                "    if p != len(b): _trailing(b, p)",
-                "    return datum",
-            ]
-        )
-    )
-    reader: Reader = src.compile("_read")
+    tail = ["    if p != len(b): _trailing(b, p)", "    return datum"]
+    reader: Reader | None = _compile(schema, _read, ["def _read(b):", "    p = 0"], tail)
     return reader
