@@ -23,8 +23,8 @@ REQUIRE_ENV = "STREAMS_REQUIRE_COMPILED"  # CI: a build without them is a failur
 def _plain(module: ModuleType) -> ModuleType:
     """A fresh copy of ``module`` from its source, left uncompiled (no compiled copy
     goes by its name)."""
-    name = module.__name__.replace(".", "_plain_", 1).replace(".", "_")
-    spec = importlib.util.spec_from_file_location(f"streams.codec.{name}", module.__file__)
+    name = f"streams.codec.plain_{module.__name__.rpartition('.')[2]}"
+    spec = importlib.util.spec_from_file_location(name, module.__file__)
     assert spec is not None and spec.loader is not None
     copy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(copy)

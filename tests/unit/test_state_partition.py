@@ -192,20 +192,22 @@ def test_a_rolled_back_write_is_not_sent_and_none_is_sent_mid_attempt(
     assert [r.key for r in cluster.records(TOPIC, 2)] == [b"kept"]
 
 
+def store_on(cluster: MemoryCluster) -> ChangelogStore:
+    """A store whose restores read ``cluster``'s changelog."""
+    return ChangelogStore(
+        "app",
+        "s",
+        MemoryBackend(),
+        consumer_config={},
+        make_consumer=cluster.consumer,
+        source_topic="in",
+    )
+
+
 def test_a_restore_skips_changes_sent_ahead_of_the_committed_offset(
     cluster: MemoryCluster,
 ) -> None:
-    def store() -> ChangelogStore:
-        return ChangelogStore(
-            "app",
-            "s",
-            MemoryBackend(),
-            consumer_config={},
-            make_consumer=cluster.consumer,
-            source_topic="in",
-        )
-
-    part = store().open(0, None)
+    part = store_on(cluster).open(0, None)
     producer = cluster.producer({})
     part.transaction().set("k", b"at 10")
     part.send(producer, source_offset=10)
@@ -213,7 +215,7 @@ def test_a_restore_skips_changes_sent_ahead_of_the_committed_offset(
     part.send(producer, source_offset=20)
     producer.flush()
     # the process dies before its checkpoint; the group committed offset 10 earlier
-    restored = store().open(0, committed_offset=10)
+    restored = store_on(cluster).open(0, committed_offset=10)
     assert restored.transaction().get("k") == b"at 10"
 
 
@@ -313,17 +315,7 @@ def test_the_disk_backend_checkpoints_at_most_every_interval_and_at_close(
 def test_a_store_opened_on_in_memory_clients_restores_what_it_wrote(
     cluster: MemoryCluster,
 ) -> None:
-    def store() -> ChangelogStore:
-        return ChangelogStore(
-            "app",
-            "s",
-            MemoryBackend(),
-            consumer_config={},
-            make_consumer=cluster.consumer,
-            source_topic="in",
-        )
-
-    first = store()
+    first = store_on(cluster)
     part = first.open(0, None)
     assert first.partition(0) is part
     part.transaction().set("k", b"v")
@@ -335,7 +327,7 @@ def test_a_store_opened_on_in_memory_clients_restores_what_it_wrote(
     first.close(0, keep=False)
     with pytest.raises(StateError, match="not open"):
         first.partition(0)
-    restored = store().open(0, committed_offset=1)
+    restored = store_on(cluster).open(0, committed_offset=1)
     assert restored.transaction().get("k") == b"v"
     assert restored.restore is not None and restored.restore.applied == 1
 
