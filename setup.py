@@ -33,8 +33,20 @@ def extensions() -> list[Any]:
         Extension(f"streams.codec._compiled_{name}", [f"streams/codec/{name}.py"])
         for name in COMPILED
     ]
-    # build_dir keeps the generated C out of the source tree
-    return list(cythonize(modules, language_level=3, build_dir="build/cython", quiet=True))
+    # annotation_typing off: Cython would read the annotations as C types (a float
+    # accepted as an int, a str subclass or a bytearray refused): the compiled copy must do
+    # exactly what the plain module does. build_dir keeps the generated C out of the tree;
+    # force: cythonize would keep C generated earlier under other directives.
+    return list(
+        cythonize(
+            modules,
+            language_level=3,
+            compiler_directives={"annotation_typing": False},
+            build_dir="build/cython",
+            force=True,
+            quiet=True,
+        )
+    )
 
 
 class OptionalBuildExt(build_ext):

@@ -147,3 +147,36 @@ def test_envelopes_written_and_read_as_plain(  # noqa: PLR0917 - one per envelop
 @given(st.binary(max_size=80))
 def test_arbitrary_bytes_read_as_plain(raw: bytes) -> None:
     assert _outcome(envelope_wire.read_fields, raw) == _outcome(PLAIN_WIRE.read_fields, raw)
+
+
+class _Text(str):
+    pass
+
+
+class _Number(int):
+    pass
+
+
+@needs_compiled
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("long_bytes", (5.0,)),  # not an int: refused, never written as 5
+        ("long_bytes", (True,)),
+        ("long_bytes", (_Number(300),)),
+        ("read_long", (bytearray(b"\x02"), 0)),
+        ("string_bytes", (_Text("an id"),)),
+        ("type_version_bytes", (_Text("order.placed"), _Number(2))),
+        ("read_fields", (bytearray(b"\x00"),)),
+    ],
+)
+def test_values_of_other_types_are_taken_or_refused_as_plain(
+    name: str, args: tuple[Any, ...]
+) -> None:
+    """Compiled from the same source, with the annotations left as annotations: a float
+    where an int belongs is refused, a str subclass or a bytearray taken, as in Python."""
+    module = varint if hasattr(varint, name) else envelope_wire
+    plain = PLAIN_VARINT if module is varint else PLAIN_WIRE
+    assert repr(_outcome(getattr(module, name), *args)) == repr(
+        _outcome(getattr(plain, name), *args)
+    )
