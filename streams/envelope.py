@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from uuid_utils import uuid7 as _uuid7
@@ -205,7 +205,9 @@ def envelope_from_fields(  # noqa: PLR0917 - positional: the hot path's cheapest
     return env
 
 
-_DATA = vars(Envelope)["data"]  # the slot itself, under WireEnvelope's property
+_DATA = vars(Envelope)["data"]  # the slots themselves, under WireEnvelope's properties
+_TIME = vars(Envelope)["time"]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class WireEnvelope(Envelope):
@@ -215,15 +217,31 @@ class WireEnvelope(Envelope):
     wait, with the function that reads them (schema resolution included), so a step that
     only routes on ``type``, ``key`` or ``id`` never pays for decoding, and an envelope
     written on unchanged is written as the record value it came in
-    (``untouched_value``). Reading ``data`` may raise the codec's ``DecodeError``. In every
-    other way it is an ``Envelope`` (equal to one with the same fields).
+    (``untouched_value``). ``time`` too is made a datetime when first read (half a
+    microsecond a record that most steps never ask for). Reading ``data`` may raise the
+    codec's ``DecodeError``. In every other way it is an ``Envelope`` (equal to one with
+    the same fields).
     """
 
-    __slots__ = ("_payload", "_read", "_value", "_writer")
+    __slots__ = ("_micros", "_payload", "_read", "_value", "_writer")
     _value: bytes
     _payload: bytes
     _read: Callable[[bytes], Mapping[str, Any]]
     _writer: int
+    _micros: int
+
+    @property
+    def time(self) -> datetime:
+        try:
+            return _TIME.__get__(self, Envelope)  # type: ignore[no-any-return]
+        except AttributeError:
+            value = _EPOCH + timedelta(microseconds=self._micros)
+            _TIME.__set__(self, value)
+            return value
+
+    @time.setter
+    def time(self, value: datetime) -> None:  # dataclasses.replace() sets it
+        _TIME.__set__(self, value)
 
     @property
     def data(self) -> Mapping[str, Any]:
@@ -258,6 +276,7 @@ _set_value = vars(WireEnvelope)["_value"].__set__
 _set_payload = vars(WireEnvelope)["_payload"].__set__
 _set_read = vars(WireEnvelope)["_read"].__set__
 _set_writer = vars(WireEnvelope)["_writer"].__set__
+_set_micros = vars(WireEnvelope)["_micros"].__set__
 _new_wire = WireEnvelope.__new__
 
 
@@ -270,13 +289,14 @@ def wire_envelope(  # noqa: PLR0917 - positional: the hot path's cheapest call
     version: int,
     key: str | None,
     id: str,
-    time: datetime,
+    micros: int,
     source: str,
     correlation_id: str | None,
     causation_id: str | None,
 ) -> WireEnvelope:
     """A ``WireEnvelope`` read from record ``value`` holding ``payload`` (written at
-    version ``writer``, read as ``version`` by ``read``), for codecs on the hot path."""
+    version ``writer``, read as ``version`` by ``read``) and stamped ``micros`` (since the
+    epoch), for codecs on the hot path."""
     env: WireEnvelope = _new_wire(WireEnvelope)
     _set_type(env, type)
     _set_value(env, value)
@@ -286,7 +306,7 @@ def wire_envelope(  # noqa: PLR0917 - positional: the hot path's cheapest call
     _set_version(env, version)
     _set_key(env, key)
     _set_id(env, id)
-    _set_time(env, time)
+    _set_micros(env, micros)
     _set_source(env, source)
     _set_correlation_id(env, correlation_id)
     _set_causation_id(env, causation_id)

@@ -59,7 +59,7 @@ def _produce_entries(bootstrap: str, topic: str, first: int, count: int) -> None
     )
     expires = int(time.time() * 1000) + WEEK_MS
     for i in range(first, first + count):
-        headers = record_headers(source_headers("orders", 0, i + 1), expires)
+        headers = record_headers(source_headers(i + 1), expires)
         while True:
             try:
                 producer.produce(

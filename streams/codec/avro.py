@@ -193,13 +193,13 @@ class AvroCodec:
         read = info.readers.get(version)
         if read is None:
             read = self._reader(info, version)
-        time = _EPOCH + timedelta(microseconds=when)
         target = writer if version is None else version
         if lazy:
             return wire_envelope(
-                type_, value, data, read, writer, target, key, id_, time, source, correlation,
+                type_, value, data, read, writer, target, key, id_, when, source, correlation,
                 causation,
             )  # fmt: skip
+        time = _EPOCH + timedelta(microseconds=when)
         return envelope_from_fields(
             type_, read(data), target, key, id_, time, source, correlation, causation
         )

@@ -6,12 +6,14 @@ Every write to a store partition is also a record in partition ``p`` of the comp
 * key: the store key (bytes, as stored);
 * value: the stored value, or null (a tombstone) for a delete or an expiry;
 * headers, all values ASCII/UTF-8:
-  ``streams.source.topic``, ``streams.source.partition``, ``streams.source.offset``: the
-  input position whose processing made this write (the last input offset of the flushed
-  interval); restore skips records tagged at or past the committed input offset, so the
-  store is never ahead of the committed input;
+  ``streams.source.offset``: the input position whose processing made this write (the
+  input partition is the changelog's partition); restore skips records tagged past the
+  committed input offset, so the store is never ahead of the committed input;
   ``streams.expires.ms``: present when the entry has a time to live: the epoch
   milliseconds at which it expires.
+  ``streams.source.topic`` and ``streams.source.partition`` are read (the partition
+  checked against the changelog's), no longer written: every header costs about a
+  microsecond a record to produce, and these two only repeated what the topic says.
 
 Records without source headers (written by another tool) are always applied.
 """
@@ -76,22 +78,19 @@ class ChangelogRecord:
         return None if self.value is None else Entry(self.value, self.expires_at_ms)
 
     def headers(self) -> HeaderList:
-        return record_headers(
-            source_headers(self.source_topic, self.source_partition, self.source_offset),
-            self.expires_at_ms,
-        )
+        """The record's headers (the source topic and partition only when it has them, as
+        records of earlier versions did)."""
+        headers: HeaderList = []
+        if self.source_topic is not None:
+            headers.append((SOURCE_TOPIC, self.source_topic.encode()))
+        if self.source_partition is not None:
+            headers.append((SOURCE_PARTITION, str(self.source_partition).encode()))
+        return record_headers([*headers, *source_headers(self.source_offset)], self.expires_at_ms)
 
 
-def source_headers(topic: str | None, partition: int | None, offset: int | None) -> HeaderList:
+def source_headers(offset: int | None) -> HeaderList:
     """The headers shared by every record of one flush (built once per flush)."""
-    headers: HeaderList = []
-    if topic is not None:
-        headers.append((SOURCE_TOPIC, topic.encode()))
-    if partition is not None:
-        headers.append((SOURCE_PARTITION, str(partition).encode()))
-    if offset is not None:
-        headers.append((SOURCE_OFFSET, str(offset).encode()))
-    return headers
+    return [] if offset is None else [(SOURCE_OFFSET, str(offset).encode())]
 
 
 def record_headers(shared: HeaderList, expires_at_ms: int) -> HeaderList:

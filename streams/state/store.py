@@ -175,7 +175,7 @@ class ChangelogPartition:
         tx.unsent = {}
         topic = self.store.changelog_topic
         partition = self.partition
-        shared = source_headers(self.store.source_topic, partition, source_offset)
+        shared = source_headers(source_offset)
         produce = producer.produce
         sent = 0
         for key in keys:

@@ -7,6 +7,8 @@ failure (straight to the DLQ, never retried) wherever a step reads it.
 
 from __future__ import annotations
 
+import dataclasses
+
 from streams.codec import AvroCodec
 from streams.codec.envelope_wire import envelope_value, type_version_bytes
 from streams.envelope import Envelope
@@ -69,3 +71,22 @@ def test_a_payload_that_cannot_be_read_where_a_step_reads_it_is_a_decode_failure
     assert dead.info.stage.value == "decode" and dead.info.step == "decode"
     assert dead.info.attempts == 1 and tried == ["price"]
     assert dead.value == value
+
+
+def test_a_lazily_read_envelope_equals_the_eagerly_read_one_field_by_field() -> None:
+    sent = order(7)
+    value, headers = CODEC.encode(sent)
+    lazy = CODEC.decode(value, lazy=True)
+    eager = CODEC.decode(value, headers)
+    # time and data are made when first read; each equals the eager read and the original
+    assert lazy.time == eager.time == sent.time and lazy.time.tzinfo is not None
+    assert lazy == eager == sent
+    assert CODEC.encode(lazy)[0] == value
+
+
+def test_replacing_a_field_of_a_lazily_read_envelope_keeps_the_others() -> None:
+    sent = order(8)
+    lazy = CODEC.decode(CODEC.encode(sent)[0], lazy=True)
+    moved = dataclasses.replace(lazy, key="c-2")
+    assert (moved.key, moved.time, moved.data) == ("c-2", sent.time, sent.data)
+    assert CODEC.decode(*CODEC.encode(moved)).time == sent.time
