@@ -165,8 +165,11 @@ def _write(src: _Source, schema: Any, value: str, pad: str) -> list[str]:
         return [f"{pad}a(b'\\x01' if {value} else b'\\x00')"]
     if kind in ("int", "long"):
         encode = "_int" if kind == "int" else "_long"
+        # a plain int goes straight to the (range-checking) encoder; anything else through
+        # _ci, which refuses what is not an int
         return [
-            f"{pad}if type({value}) is int and 0 <= {value} < 64: a(_SMALL[{value}])",
+            f"{pad}if type({value}) is int: a(_SMALL[{value}] if 0 <= {value} < 64 else "
+            f"{encode}({value}))",
             f"{pad}else: a({encode}(_ci({value})))",
         ]
     if kind in ("float", "double"):
@@ -234,10 +237,16 @@ def _record_writer(src: _Source, schema: dict[str, Any]) -> str:
     if function is not None:
         return function
     function = src.done[name] = src.fresh("_w")
-    fields = src.const("_fields", frozenset(f["name"] for f in schema["fields"]))
+    names = frozenset(f["name"] for f in schema["fields"])
+    fields = src.const("_fields", names)
+    # Fields the schema lacks are refused. Where every field is required, a mapping of as
+    # many keys as the schema has fields holds no other (each is read below, or raises
+    # KeyError): the set comparison is made only when the count differs.
+    defaults = any("default" in f for f in schema["fields"])
+    count = "" if defaults else f"len(d) != {len(names)} and "
     lines = [
         f"def {function}(d, a):",
-        f"    if not d.keys() <= {fields}:",
+        f"    if {count}not d.keys() <= {fields}:",
         f"        raise ValueError('not fields of the schema: ' + repr(d.keys() - {fields}))",
     ]
     for field in schema["fields"]:

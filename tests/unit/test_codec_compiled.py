@@ -274,6 +274,36 @@ def test_data_that_does_not_fit_is_refused_like_fastavro(bad: Any) -> None:
         write(bad)
 
 
+ENRICHED = {
+    "order_id": "o",
+    "customer_id": "c",
+    "items": [{"sku": "s", "quantity": 1, "unit_price_cents": 100}],
+    "total_cents": 100,
+    "currency": "EUR",
+    "tier": "gold",
+    "limit_cents": 5,
+}
+
+
+@pytest.mark.parametrize(
+    ("type_", "version", "bad"),
+    [
+        # every field required: as many keys as fields, one misspelt
+        ("order.enriched", 1, {k if k != "tier" else "teir": v for k, v in ENRICHED.items()}),
+        ("order.enriched", 1, {**ENRICHED, "extra": 1}),
+        ("order.enriched", 1, {**ENRICHED, "items": [{"sku": "s", "qty": 1, "unit_price_cents": 1}]}),
+        # a field with a default: left out, and a misspelt one in its place
+        ("order.placed", 2, {"order_id": "o", "customer_id": "c", "items": [], "total_cents": 9,
+                             "currecny": "EUR"}),
+    ],
+)  # fmt: skip
+def test_a_field_the_schema_lacks_never_vanishes(type_: str, version: int, bad: Any) -> None:
+    write = compile_writer(default_catalog().get(type_, version))
+    assert write is not None
+    with pytest.raises((TypeError, ValueError, KeyError)):
+        write(bad)
+
+
 def test_a_missing_field_takes_its_default() -> None:
     schema = default_catalog().get("order.placed", 2)
     write = compile_writer(schema)
