@@ -291,7 +291,7 @@ ENRICHED = {
         # every field required: as many keys as fields, one misspelt
         ("order.enriched", 1, {k if k != "tier" else "teir": v for k, v in ENRICHED.items()}),
         ("order.enriched", 1, {**ENRICHED, "extra": 1}),
-        ("order.enriched", 1, {**ENRICHED, "items": [{"sku": "s", "qty": 1, "unit_price_cents": 1}]}),
+        ("order.enriched", 1, {**ENRICHED, "items": [{"sku": "s", "qty": 1, "unit_price": 1}]}),
         # a field with a default: left out, and a misspelt one in its place
         ("order.placed", 2, {"order_id": "o", "customer_id": "c", "items": [], "total_cents": 9,
                              "currecny": "EUR"}),
