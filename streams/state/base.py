@@ -144,6 +144,10 @@ class Transaction(Protocol):
 
     def exists(self, key: bytes | str, *, now: float | None = None) -> bool: ...
 
+    def put_if_absent(
+        self, key: bytes | str, value: bytes, *, ttl: float | None = None, now: float | None = None
+    ) -> bool: ...
+
 
 class StorePartition(Protocol):
     """One partition of a store, open on this instance (see ``streams.state.store``)."""

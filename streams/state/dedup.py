@@ -49,12 +49,10 @@ class Dedup:
     def first(self, id_: bytes | str, now: float) -> bool:
         """True (and marks it) the first time ``id_`` is seen in its window; else counts a
         duplicate, logs it at DEBUG with the id, and returns False."""
-        tx = self._transaction()
-        if tx.exists(id_, now=now):
-            self.duplicates += 1
-            if _stdlib.isEnabledFor(logging.DEBUG):
-                _log.debug("duplicate dropped", id=id_ if isinstance(id_, str) else id_.hex())
-            return False
-        tx.set(id_, b"", ttl=self.ttl, now=now)
-        self.unique += 1
-        return True
+        if self._transaction().put_if_absent(id_, b"", ttl=self.ttl, now=now):
+            self.unique += 1
+            return True
+        self.duplicates += 1
+        if _stdlib.isEnabledFor(logging.DEBUG):
+            _log.debug("duplicate dropped", id=id_ if isinstance(id_, str) else id_.hex())
+        return False

@@ -59,5 +59,10 @@ class RoutedStore:
     ) -> None:
         self.transaction().set(key, value, ttl=ttl, now=now)
 
+    def put_if_absent(
+        self, key: bytes | str, value: bytes, *, ttl: float | None = None, now: float | None = None
+    ) -> bool:
+        return self.transaction().put_if_absent(key, value, ttl=ttl, now=now)
+
     def delete(self, key: bytes | str) -> None:
         self.transaction().delete(key)

@@ -11,8 +11,8 @@ The contract with the runtime, per store and per assigned input partition ``p``:
    store's ``progress`` callback and one log line. ``committed_offset`` is the input offset
    the runtime will resume from (the group's committed offset); changelog records tagged
    past it are skipped.
-3. ``tx = part.transaction()`` while processing: ``get/set/delete/exists`` (with ``ttl``),
-   buffered in memory, visible to later reads.
+3. ``tx = part.transaction()`` while processing: ``get/set/delete/exists/put_if_absent``
+   (with ``ttl``), buffered in memory, visible to later reads.
 4. Between checkpoints, ``part.send(producer, source_offset)`` may produce the changes
    made so far (tagged with the input position they reflect), without waiting: what
    each checkpoint then has left to produce is small, and so is the loop's stall.

@@ -97,6 +97,22 @@ class PartitionTransaction:
         self, key: bytes | str, value: bytes, *, ttl: float | None = None, now: float | None = None
     ) -> None:
         """Write ``value``; with ``ttl`` (seconds > 0) it expires ``ttl`` after ``now``."""
+        self._set(as_key(key), value, ttl, 0 if ttl is None else self._now_ms(now))
+
+    def put_if_absent(
+        self, key: bytes | str, value: bytes, *, ttl: float | None = None, now: float | None = None
+    ) -> bool:
+        """Write ``value`` (as ``set``) unless ``key`` holds a live entry; True when it wrote.
+        One read and one write for what ``exists`` then ``set`` do in two (dedup's path)."""
+        raw = as_key(key)
+        now_ms = self._now_ms(now)
+        entry = self._entry(raw)
+        if entry is not None and entry.live(now_ms):
+            return False
+        self._set(raw, value, ttl, now_ms)
+        return True
+
+    def _set(self, key: bytes, value: bytes, ttl: float | None, now_ms: int) -> None:
         self._check_writable()
         if not isinstance(value, bytes):
             raise TypeError(f"store values are bytes, got {type(value).__name__}")
@@ -105,8 +121,8 @@ class PartitionTransaction:
         elif ttl <= 0:
             raise ValueError(f"ttl must be positive seconds, got {ttl!r}")
         else:
-            expires = self._now_ms(now) + max(to_ms(ttl), 1)
-        self._write(as_key(key), Entry(value, expires))
+            expires = now_ms + max(to_ms(ttl), 1)
+        self._write(key, Entry(value, expires))
 
     def delete(self, key: bytes | str) -> None:
         self._check_writable()

@@ -233,6 +233,20 @@ def test_entries_read_as_absent_once_their_ttl_passed(
     assert tx.get("k", now=clock.now - 30) == b"v"  # an explicit "now" wins over the clock
 
 
+def test_put_if_absent_writes_only_over_nothing_or_an_expired_entry(
+    part: ChangelogPartition, clock: Clock
+) -> None:
+    tx = part.transaction()
+    assert tx.put_if_absent("k", b"first", ttl=60)
+    assert not tx.put_if_absent("k", b"second", ttl=60)
+    assert tx.get("k") == b"first"
+    clock.now += 60
+    assert tx.put_if_absent("k", b"third", ttl=60)  # the first one expired
+    clock.now += 59.9
+    assert tx.get("k") == b"third"  # its time to live runs from its own write
+    assert tx.put_if_absent("forever", b"x") and tx.get("forever", now=clock.now + 1e9) == b"x"
+
+
 def test_expiry_writes_tombstones_to_the_changelog(
     cluster: MemoryCluster, part: ChangelogPartition, clock: Clock
 ) -> None:
