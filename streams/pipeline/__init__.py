@@ -13,7 +13,7 @@
   flight, ``rewind_to_committed``), ``Track``.
 - ``execute``: ``Attempt``, decode and run the plan atomically (outputs kept, store
   writes rolled back on failure).
-- ``failure``: the failure policy, ``StopOrSkip`` or ``RetryOrDeadLetter``.
+- ``failure``: the failure policy, ``StopSkipOrDeadLetter`` or ``RetryOrDeadLetter``.
 - ``produce``: ``OutputSink`` (writes and their acknowledgements), ``Produce``.
 - ``commit``: the ``Committer`` contract and ``Commit``, the last step.
 - ``chain``: ``build_chain``, the steps a topology needs, in order.

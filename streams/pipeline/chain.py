@@ -3,12 +3,12 @@
 ::
 
     [intake steps] → WaitForDue → Track → failure policy (Attempt: decode → plan) → Produce → Commit
-                     (routing)              StopOrSkip | RetryOrDeadLetter
+                     (routing)              StopSkipOrDeadLetter | RetryOrDeadLetter
 
 - ``intake``: steps a caller puts first (``streams replay --through`` drops records past
   the replayed range before they are tracked).
 - ``WaitForDue`` only when the topology routes failures (a retry policy on it or a step).
-- the failure policy is ``RetryOrDeadLetter`` with routing, else ``StopOrSkip``.
+- the failure policy is ``RetryOrDeadLetter`` with routing, else ``StopSkipOrDeadLetter``.
 
 The runtime builds it with confluent-kafka clients, the ``TestDriver`` with in-memory
 ones: both run these same steps. ``build_chain`` does no I/O.
@@ -25,7 +25,12 @@ from streams.failures.retry_consumer import PartitionControl
 from streams.logs import Logger
 from streams.pipeline.commit import Commit, Committer
 from streams.pipeline.execute import Attempt
-from streams.pipeline.failure import OnSkip, RetryOrDeadLetter, StopOrSkip, failure_topics
+from streams.pipeline.failure import (
+    OnSkip,
+    RetryOrDeadLetter,
+    StopSkipOrDeadLetter,
+    failure_topics,
+)
 from streams.pipeline.gate import WaitForDue
 from streams.pipeline.offsets import Partitions, Track
 from streams.pipeline.produce import OutputSink, Produce
@@ -94,8 +99,16 @@ def build_chain(
         step = gate = WaitForDue(step, consumer=consumer, retry_topics=tiers, clock=clock)
         topics += tiers
     else:
-        step = StopOrSkip(
-            step, attempt, default=topology.on_error, stats=stats, log=log, on_skip=on_skip
+        step = StopSkipOrDeadLetter(
+            step,
+            attempt,
+            default=topology.on_error,
+            app_id=topology.app_id,
+            sink=sink,
+            stats=stats,
+            log=log,
+            clock=clock,
+            on_skip=on_skip,
         )
         step = Track(step, partitions, stats)
     for wrap in reversed(intake):

@@ -2,11 +2,15 @@
 
 Chosen once from the topology (``streams.pipeline.chain``):
 
-- ``StopOrSkip``, without a retry policy: a record whose attempt fails is handled as its
-  error policy says (the failed step's own ``on_error``, else the topology's, else
-  ``fail``). SKIP: counted, one WARNING, then passed on with nothing written, so its
-  offset commits. FAIL: one ERROR line with the traceback, then ``ProcessingError`` is
-  raised: the record is never committed (the runtime stops; the driver raises it).
+- ``StopSkipOrDeadLetter``, without a retry policy: a record whose attempt fails is
+  handled as its error policy says (the failed step's own ``on_error``, else the
+  topology's, else ``default``: a record that cannot be decoded to the DLQ, a step error
+  stops). SKIP: counted, one WARNING, then passed on with nothing written, so its offset
+  commits. DLQ: the record as read goes to its input's DLQ with the error headers (the
+  routing path's ``FailureRouter``, with no retries), one WARNING, then passed on: its
+  offset commits with that write. FAIL: one ERROR line with the traceback, then
+  ``ProcessingError`` is raised: the record is never committed (the runtime stops; the
+  driver raises it).
 - ``RetryOrDeadLetter``, with a retry policy on the topology or a step: every record is
   first admitted by the ``FailureHandler`` (process it, park it behind its key's record
   in a retry tier, or skip a stale copy); a failed attempt is written to its retry tier
@@ -27,8 +31,10 @@ from datetime import UTC, datetime
 from streams.coordinates import TP
 from streams.failures.handler import Decision, FailureHandler
 from streams.failures.headers import Stage
+from streams.failures.metrics import FailureMetrics
 from streams.failures.parked import ParkedRecord, TransactionWaitingStore
 from streams.failures.policy import RetryPolicy
+from streams.failures.routing import FailureRouter
 from streams.failures.topics import FailureTopics
 from streams.failures.waiting import waiting_store_name
 from streams.logs import Logger
@@ -43,8 +49,8 @@ from streams.topology.policy import (
     ErrorPolicy,
     ProcessingError,
     ProcessingFailure,
-    fail,
 )
+from streams.topology.policy import default as default_policy
 from streams.topology.topology import Topology
 
 OnSkip = Callable[[ProcessingFailure], None]
@@ -54,10 +60,21 @@ def _failure(record: Record, failed: AttemptFailure) -> ProcessingFailure:
     return ProcessingFailure(failed.step, failed.error, record.meta, record.envelope)
 
 
-class StopOrSkip(Forward):
-    """Applies the error policy to failed attempts (see the module docstring)."""
+class StopSkipOrDeadLetter(Forward):
+    """Applies the error policy to failed attempts (see the module docstring). ``clock``:
+    seconds since the epoch, for the dead letters' failure times."""
 
-    __slots__ = ("_attempt", "_default", "_log", "_on_skip", "_stats")
+    __slots__ = (
+        "_attempt",
+        "_clock",
+        "_default",
+        "_log",
+        "_metrics",
+        "_on_skip",
+        "_router",
+        "_sink",
+        "_stats",
+    )
 
     def __init__(
         self,
@@ -65,15 +82,22 @@ class StopOrSkip(Forward):
         attempt: Attempt,
         *,
         default: ErrorPolicy | None,
+        app_id: str,
+        sink: OutputSink,
         stats: Stats,
         log: Logger,
+        clock: Callable[[], float],
         on_skip: OnSkip | None = None,
     ) -> None:
         super().__init__(next)
         self._attempt = attempt
-        self._default = default or fail
+        self._default = default or default_policy
+        self._router = FailureRouter(app_id, RetryPolicy.no_retries())
+        self._sink = sink
+        self._metrics = FailureMetrics()
         self._stats = stats
         self._log = log
+        self._clock = clock
         self._on_skip = on_skip
 
     def submit(self, record: Record) -> None:
@@ -88,11 +112,26 @@ class StopOrSkip(Forward):
         log = self._log.bind(
             topic=record.topic, partition=record.partition, offset=record.offset, step=failed.step
         )
-        if (failed.policy or self._default)(failure) is ErrorAction.SKIP:
+        action = (failed.policy or self._default)(failure)
+        if action is ErrorAction.SKIP:
             self._stats.skipped += 1
             log.warning("record skipped", error=f"{type(error).__name__}: {error}")
             if self._on_skip is not None:
                 self._on_skip(failure)
+            return
+        if action is ErrorAction.DLQ:
+            now = datetime.fromtimestamp(self._clock(), UTC)
+            route = self._router.route(record, error, stage=failed.stage, step=failed.step, now=now)
+            self._sink.send(
+                route.topic,
+                key=route.key,
+                value=route.value,
+                headers=route.headers,
+                partition=route.partition,
+                timestamp=route.timestamp,
+            )
+            self._metrics.routed(route)  # counted and logged (one WARNING)
+            self._stats.failures = self._metrics.snapshot()
             return
         log.error("record failed", exc_info=error)
         raise ProcessingError(failure) from error
@@ -180,10 +219,9 @@ def widest_policy(topology: Topology) -> RetryPolicy | None:
 
 
 def failure_topics(topology: Topology) -> list[FailureTopics]:
-    """The retry tiers and DLQ of each input (none when routing is off)."""
-    widest = widest_policy(topology)
-    if widest is None:
-        return []
+    """The retry tiers and DLQ of each input (the DLQ alone when routing is off: records
+    that cannot be decoded go there by default)."""
+    widest = widest_policy(topology) or RetryPolicy.no_retries()
     return [FailureTopics.for_input(topology.app_id, t, widest) for t in topology.topics_read]
 
 

@@ -3,6 +3,7 @@ and a Mermaid flowchart. Both list the topics the topology reads, writes and own
 
 from __future__ import annotations
 
+from streams.failures.policy import RetryPolicy
 from streams.failures.topics import FailureTopics
 from streams.topology.nodes import DEFAULT_OUTPUT, Node, SinkNode, SourceNode, StepNode
 from streams.topology.topology import Topology
@@ -52,15 +53,16 @@ def describe_text(t: Topology) -> str:
                 f"  {name} ({spec.backend}, changelog {t.changelog_topics[name]}"
                 f", partitioned like {t.store_source(name)})"
             )
+    lines.append("Failures:")
     if t.retry_policies:
         widest = max(t.retry_policies, key=lambda p: p.tiers)
-        lines.append("Failures:")
         lines.append(f"  retry: {t.retry.describe() if t.retry else 'per step'}")
-        for topic in t.topics_read:
-            tiers = FailureTopics.for_input(t.app_id, topic, widest)
-            lines.append(
-                f"  {topic}: retry tiers {', '.join(tiers.retries) or '-'}; DLQ {tiers.dlq}"
-            )
+    else:  # records that cannot be decoded still go to the DLQ (topology.policy)
+        widest = RetryPolicy.no_retries()
+        lines.append("  retry: none (undecodable records and on_error='dlq' to the DLQ)")
+    for topic in t.topics_read:
+        tiers = FailureTopics.for_input(t.app_id, topic, widest)
+        lines.append(f"  {topic}: retry tiers {', '.join(tiers.retries) or '-'}; DLQ {tiers.dlq}")
     if t.processing_guarantee != "at_least_once":
         lines.append(f"Processing guarantee: {t.processing_guarantee}")
     return "\n".join(lines) + "\n"

@@ -2,7 +2,7 @@
 
 A policy is a function ``(failure: ProcessingFailure) -> ErrorAction``, set for the whole
 topology (``TopologyBuilder(on_error=...)``) and optionally per step (``on_error=`` on any
-step). The step's policy wins. The record path (``streams.pipeline.failure.StopOrSkip``,
+step). The step's policy wins. The record path (``streams.pipeline.failure.StopSkipOrDeadLetter``,
 in the runtime and the test driver alike) asks the policy once per failed record, then:
 
 - ``FAIL``: stop. The runtime flushes the outputs of earlier records, commits their
@@ -10,6 +10,13 @@ in the runtime and the test driver alike) asks the policy once per failed record
   ``ProcessingError``. This is the default: nothing is ever dropped silently.
 - ``SKIP``: count the record as skipped, log it at WARNING and move on (its offset counts
   as done). An attempt is atomic: a skipped record writes no output and no store change.
+- ``DLQ``: write the record as it came in to the input's dead-letter topic
+  (``<app>-<input>-dlq``, with the error headers ``streams dlq`` reads), log it at
+  WARNING and move on.
+
+Without a policy of the user's, a record that cannot be decoded (garbage, an unknown type
+or version) goes to the DLQ and a step that raises stops (``default``): bad input never
+stops an instance, nor stops it again at every restart, and a bug is never skipped.
 
 With a retry policy on the topology or a step, failures are routed to retry tiers and
 the dead-letter topic instead (``streams.failures``) and these policies do not apply.
@@ -21,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from streams.codec.errors import DecodeError
 from streams.envelope import Envelope
 from streams.failures.policy import RetryPolicy
 from streams.topology.context import RecordMeta
@@ -30,6 +38,7 @@ from streams.topology.errors import TopologyError
 class ErrorAction(StrEnum):
     FAIL = "fail"
     SKIP = "skip"
+    DLQ = "dlq"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +64,22 @@ def skip(_failure: ProcessingFailure) -> ErrorAction:
     return ErrorAction.SKIP
 
 
+def dead_letter(_failure: ProcessingFailure) -> ErrorAction:
+    """Write records that fail to the dead-letter topic, and go on."""
+    return ErrorAction.DLQ
+
+
+def default(failure: ProcessingFailure) -> ErrorAction:
+    """Without a policy of the user's: a record that cannot be decoded goes to the DLQ, a
+    step that raises stops processing."""
+    return ErrorAction.DLQ if isinstance(failure.error, DecodeError) else ErrorAction.FAIL
+
+
+_BY_ACTION = {ErrorAction.FAIL: fail, ErrorAction.SKIP: skip, ErrorAction.DLQ: dead_letter}
+
+
 def as_policy(value: ErrorPolicy | ErrorAction | str | None) -> ErrorPolicy | None:
-    """Accept a policy function, an action, or its name (``"fail"``, ``"skip"``)."""
+    """Accept a policy function, an action, or its name (``"fail"``, ``"skip"``, ``"dlq"``)."""
     if value is None or callable(value):
         return value
     try:
@@ -65,7 +88,7 @@ def as_policy(value: ErrorPolicy | ErrorAction | str | None) -> ErrorPolicy | No
         raise TopologyError(
             f"unknown error policy {value!r}: use {[a.value for a in ErrorAction]} or a function"
         ) from None
-    return fail if action is ErrorAction.FAIL else skip
+    return _BY_ACTION[action]
 
 
 RetryArg = RetryPolicy | str | None

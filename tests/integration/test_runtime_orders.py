@@ -14,11 +14,14 @@ from runtime_thread import RuntimeThread
 from structlog.testing import capture_logs
 
 from streams.codec import AvroCodec
+from streams.codec.envelope_wire import envelope_value, type_version_bytes
 from streams.envelope import Envelope
+from streams.failures.dlq import read_dlq
 from streams.runtime import MissingTopicError, RecordFailed, Runtime, RuntimeConfig
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing import TestDriver, TopicFactory, TopicReader, produce_envelopes
+from streams.testing.produce import Record, produce_records
 from streams.testing.topics import unique_topic_name
 from streams.topology import Topology, TopologyBuilder, load_topology, owned
 from streams.topology.loader import import_file
@@ -137,6 +140,44 @@ def test_a_failing_record_stops_the_runtime_and_is_never_committed(
     with TopicReader(kafka_bootstrap, topology.topics_written[0]) as reader:
         out: list[Message] = reader.wait_for(lambda rs: len(rs) >= 5, 30)
     assert [decode(m).data["order_id"] for m in out] == names[:5]
+
+
+def test_poison_records_go_to_the_dlq_by_default_and_the_instance_runs_on(
+    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: TopicFactory, running: list[Running]
+) -> None:
+    source = make_topic("garbage-in", partitions=1)
+    topology = poison_topology(unique_topic_name("garbage"), source)  # no retry policy
+    good = [order(f"o-{i}") for i in range(6)]
+    unknown = envelope_value(good[0], b"", type_version_bytes("no.such.type", 1))
+    v99 = envelope_value(good[0], b"\x02x", type_version_bytes("order.placed", 99))
+    poison: list[tuple[bytes, bytes | None]] = [
+        (b"c", b"\x00\x01garbage"),
+        (b"c", unknown),
+        (b"c", v99),
+    ]
+    records: list[Record] = []
+    for i, env in enumerate(good):
+        value, headers = CODEC.encode(env)
+        records.append((b"c", value, headers))
+        if i < len(poison):
+            records.append((*poison[i], None))
+    produce_records(kafka_bootstrap, source, records, partition=0)
+    prepare_topics(kafka_admin, topology)
+    running.append(Running(topology, kafka_bootstrap))
+
+    with TopicReader(kafka_bootstrap, topology.topics_written[0]) as reader:
+        out: list[Message] = reader.wait_for(lambda rs: len(rs) >= len(good), 60)
+    assert [decode(m).data["order_id"] for m in out] == [f"o-{i}" for i in range(6)]
+    dlq = f"{topology.app_id}-{source}-dlq"
+    letters = read_dlq(kafka_bootstrap, dlq).letters
+    assert [(d.value, d.failure and d.failure.origin.offset) for d in letters] == [
+        (b"\x00\x01garbage", 1),
+        (unknown, 3),
+        (v99, 5),
+    ]
+    assert all(d.failure and d.failure.stage.value == "decode" for d in letters)
+    assert running[0].thread.is_alive() and running[0].error is None
+    assert running[0].stop() is None
 
 
 def test_a_missing_source_topic_is_a_clear_error(kafka_admin: AdminClient) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from streams.codec import EncodeError
+from streams.codec.envelope_wire import envelope_value, type_version_bytes
 from streams.envelope import Envelope
 from streams.schemas import default_catalog
 from streams.testing import TestDriver
@@ -206,23 +207,83 @@ def test_a_payload_that_does_not_fit_the_sink_schema_fails_in_the_driver() -> No
     assert isinstance(info.value.failure.error, EncodeError)
 
 
-def test_bad_bytes_fail_in_decode_and_can_be_skipped() -> None:
+def test_bad_bytes_go_to_the_dlq_by_default_and_the_partition_moves_on() -> None:
     t = build(lambda s: s.to("out", type=T, version=V))
-    with TestDriver(t) as d, pytest.raises(ProcessingError, match="step 'decode'"):
+    with TestDriver(t) as d:
         d.pipe_raw("in", b"\x00garbage", key=b"k")
+        d.pipe("in", order(1))
+        (dead,) = d.dead_letters
+        assert (dead.topic, dead.value, dead.key) == ("app-in-dlq", b"\x00garbage", b"k")
+        assert (dead.info.stage.value, dead.info.step, dead.info.origin.offset) == (
+            "decode",
+            "decode",
+            0,
+        )
+        assert dead.info.exception == "streams.codec.errors.MalformedRecordError"
+        assert [e.data["order_id"] for e in d.read("out")] == ["o-1"]
+
+
+def test_a_policy_of_the_users_decides_for_bad_bytes_too() -> None:
     skipping = build(lambda s: s.to("out", type=T, version=V), on_error="skip")
     with TestDriver(skipping) as d:
         d.pipe_raw("in", b"\x00garbage", key=b"k")
         d.pipe("in", order(1))
-        assert [f.step for f in d.skipped] == ["decode"]
+        assert [f.step for f in d.skipped] == ["decode"] and d.dead_letters == []
         assert len(d.read("out")) == 1
+    stopping = build(lambda s: s.to("out", type=T, version=V), on_error="fail")
+    with TestDriver(stopping) as d, pytest.raises(ProcessingError, match="step 'decode'"):
+        d.pipe_raw("in", b"\x00garbage", key=b"k")
 
 
-def test_a_record_of_another_type_is_a_decode_failure() -> None:
+def _encoded_as(env: Envelope, type_: str, version: int) -> tuple[bytes, list[Any]]:
+    """An envelope record (and headers) claiming ``type_``@``version``: the catalog's
+    codec would refuse to write one it does not know."""
+    value = envelope_value(env, b"", type_version_bytes(type_, version))
+    return value, [("ce_id", env.id.encode()), ("ce_type", type_.encode()),
+                   ("ce_dataversion", str(version).encode())]  # fmt: skip
+
+
+def test_poison_records_interleaved_with_good_ones_are_dead_lettered_in_place() -> None:
     t = build(lambda s: s.to("out", type=T, version=V))
-    with TestDriver(t) as d, pytest.raises(ProcessingError, match=r"reads order\.placed, got"):
-        rejected = {"order_id": "x", "reason": "OTHER"}
-        d.pipe("in", Envelope.new("order.rejected", rejected, key="k"))
+    good = [order(n) for n in range(1, 5)]
+    other = Envelope.new("order.rejected", {"order_id": "x", "reason": "OTHER"}, key="k")
+    unknown = Envelope.new("no.such.type", {}, key="k")
+    v99 = order(9)
+    with TestDriver(t) as d:
+        d.pipe("in", good[0])
+        d.pipe_raw("in", b"\x00garbage", key=b"k")
+        d.pipe("in", good[1])
+        d.pipe("in", other)  # a type the source does not read
+        d.pipe_raw("in", *_encoded_as(unknown, "no.such.type", 1), key=b"k")
+        d.pipe("in", good[2])
+        d.pipe_raw("in", *_encoded_as(v99, T, 99), key=b"k")
+        d.pipe("in", good[3])
+        assert [e.data["order_id"] for e in d.read("out")] == ["o-1", "o-2", "o-3", "o-4"]
+        dead = d.dead_letters
+    assert [r.info.origin.offset for r in dead] == [1, 3, 4, 6]
+    assert [r.info.exception.rsplit(".", 1)[-1] for r in dead] == [
+        "MalformedRecordError",
+        "UnexpectedTypeError",  # another type than the source reads
+        "UnexpectedTypeError",  # a type no schema has: not the source's either
+        "UnknownVersionError",
+    ]
+
+
+def test_on_error_dlq_dead_letters_a_failing_step_and_goes_on() -> None:
+    def boom(env: Envelope) -> Envelope:
+        if env.data["total_cents"] == 13:
+            raise ValueError("unlucky")
+        return env
+
+    with TestDriver(build(lambda s: s.map(boom, on_error="dlq").to("out", type=T, version=V))) as d:
+        d.pipe("in", [order(1), order(2, total=13), order(3)])
+        (dead,) = d.dead_letters
+        assert (dead.info.step, dead.info.stage.value, dead.info.exception) == (
+            "boom",
+            "process",
+            "ValueError",
+        )
+        assert len(d.read("out")) == 2
 
 
 def test_sources_resolve_older_writers_to_their_reader_version() -> None:

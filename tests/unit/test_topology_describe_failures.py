@@ -23,9 +23,11 @@ def test_describe_lists_the_retry_policy_and_failure_topics() -> None:
     assert "DLQ pay-payments-dlq" in text
 
 
-def test_without_a_retry_policy_describe_has_no_failures_section() -> None:
+def test_without_a_retry_policy_describe_names_the_dlq_undecodable_records_go_to() -> None:
     builder = TopologyBuilder("pay")
     builder.source("payments", type="payment.captured", version=1).to(
         owned("out"), type="payment.captured", version=1
     )
-    assert "Failures:" not in builder.build().describe()
+    text = builder.build().describe()
+    assert "Failures:\n  retry: none (undecodable records and on_error='dlq' to the DLQ)\n" in text
+    assert "  payments: retry tiers -; DLQ pay-payments-dlq" in text
