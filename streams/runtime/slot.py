@@ -6,6 +6,11 @@ instance-<n>/``, so a restart finds its checkpoints and two instances on one mac
 open the same RocksDB), and its ``transactional.id`` is built from it (``<app>-<n>``), so a
 restarted instance fences its crashed predecessor and aborts its open transaction at once
 instead of leaving read_committed readers stalled until the transaction times out.
+A numbered slot's id also carries a random token made at its first claim and kept in
+the slot's directory (``<app>-<n>-<token>``): instance 0 of one machine and instance 0
+of another never share a ``transactional.id`` (one would fence the other), and a
+restart on the same machine still finds its own. Zombies of other machines are fenced
+by the consumer group (exactly-once v2: offsets are sent with the group's metadata).
 
 Slot ``n`` is held by an exclusive ``flock`` on ``instance-<n>.lock``; the kernel releases
 it when the process dies, even by SIGKILL, so the restart claims the same slot. The lowest
@@ -18,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import secrets
 from pathlib import Path
 
 from streams.errors import StreamsError
@@ -32,8 +38,9 @@ class InstanceSlotError(StreamsError):
 class InstanceSlot:
     """A claimed slot; ``close()`` (or process exit) releases it. Claiming never blocks."""
 
-    def __init__(self, app_dir: Path, name: str, fd: int) -> None:
+    def __init__(self, app_dir: Path, name: str, fd: int, *, numbered: bool = True) -> None:
         self.name = name
+        self.numbered = numbered
         self.state_dir = app_dir / f"instance-{name}"
         self._fd: int | None = fd
 
@@ -54,7 +61,7 @@ class InstanceSlot:
                     f"instance id {instance_id!r} of app {app_id!r} is in use by another "
                     f"process on this machine (lock {app_dir}/instance-{instance_id}.lock)"
                 )
-            return cls(app_dir, instance_id, fd)
+            return cls(app_dir, instance_id, fd, numbered=False)
         n = 0
         while True:
             fd = _try_lock(app_dir / f"instance-{n}.lock")
@@ -63,12 +70,31 @@ class InstanceSlot:
             n += 1
 
     def transactional_id(self, app_id: str) -> str:
-        return f"{app_id}-{self.name}"
+        """``<app>-<instance id>`` for a named slot, ``<app>-<n>-<token>`` for a numbered one
+        (see the module docstring)."""
+        if not self.numbered:
+            return f"{app_id}-{self.name}"
+        return f"{app_id}-{self.name}-{_token(self.state_dir)}"
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)  # releases the lock
             self._fd = None
+
+
+def _token(slot_dir: Path) -> str:
+    """The slot's random token, made (and kept in ``slot_dir/token``) at the first call;
+    the caller holds the slot's lock, so no other process writes it."""
+    path = slot_dir / "token"
+    try:
+        token = path.read_text().strip()
+    except FileNotFoundError:
+        token = ""
+    if not _LEGAL.match(token):
+        slot_dir.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_hex(6)
+        path.write_text(token + "\n")
+    return token
 
 
 def _try_lock(path: Path) -> int | None:

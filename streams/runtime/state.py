@@ -20,6 +20,7 @@ the topology's stores.
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -110,11 +111,12 @@ class RuntimeState:
         return cls(manager, slot, progress)
 
     def transactional_id(self, app_id: str, instance_id: str | None) -> str:
-        """The instance's ``transactional.id``: ``<app>-<slot>`` (in memory: the instance
-        id, else ``memory``)."""
+        """The instance's ``transactional.id``: its slot's (``streams.runtime.slot``); in
+        memory, ``<app>-<instance id>``, else one of its own for this process
+        (``<app>-memory-<random>``: never shared with another machine's)."""
         if self.slot is not None:
             return self.slot.transactional_id(app_id)
-        return f"{app_id}-{instance_id or 'memory'}"
+        return f"{app_id}-{instance_id or 'memory-' + secrets.token_hex(6)}"
 
     def start(self) -> None:
         """Show restore progress on a terminal from now on."""

@@ -187,3 +187,58 @@ def test_an_instance_fenced_by_a_newer_one_with_its_id_stops_and_nothing_is_dupl
     seen = Counter(ce_id(m.headers()) for m in reader.records)  # type: ignore[arg-type]
     assert set(seen) == {env.id for env in sent}
     assert [i for i, n in seen.items() if n > 1] == []
+
+
+def test_two_machines_without_instance_ids_share_the_work_exactly_once_through_a_sigkill(
+    kafka_bootstrap: str, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    codec = AvroCodec(default_catalog())
+    topic = make_topic("eos-two-in", partitions=PARTITIONS)
+    app_id = unique_topic_name("eos-two")
+    sent = inputs()[:8_000]
+    first, second = sent[:4_000], sent[4_000:]
+
+    def start(machine: str) -> subprocess.Popen[bytes]:
+        # each "machine" has its own state dir, so both claim slot 0: before slot tokens,
+        # both took transactional.id <app>-0 and one fenced the other
+        cmd = [
+            sys.executable, "-m", "streams", "run", str(MIRROR), "--app-id", app_id,
+            "--set", f"input={topic}", "--bootstrap", kafka_bootstrap, "--no-status",
+            "--guarantee", "exactly_once", "--state-dir", str(tmp_path / machine),
+            *FAST_REBALANCE,
+        ]  # fmt: skip
+        with open(tmp_path / f"{machine}.log", "ab") as log:
+            return subprocess.Popen(
+                cmd, stdout=log, stderr=log, env={**os.environ, "STREAMS_LOG_JSON": "1"}
+            )
+
+    reader = TopicReader(
+        kafka_bootstrap, f"{app_id}-mirror", config={"isolation.level": "read_committed"}
+    )
+    a, b = start("a"), start("b")
+    try:
+        wait_until(lambda: started(tmp_path / "a.log") and started(tmp_path / "b.log"), 60)
+        produce_envelopes(kafka_bootstrap, topic, first, codec)
+        reader.wait_for(at_least(len(first)), 60, what="the first outputs")
+        assert a.poll() is None and b.poll() is None  # neither fenced the other
+        produce_envelopes(kafka_bootstrap, topic, second, codec)
+        reader.wait_for(at_least(len(first) + 500), 60, what="outputs of the second half")
+        a.send_signal(signal.SIGKILL)  # mid-stream: b takes over its partitions
+        a.wait()
+        wait_until(lambda: caught_up(kafka_bootstrap, app_id, topic), 90, what="caught up")
+        reader.wait_for(at_least(len(sent)), 60, what="every output")
+        assert b.poll() is None
+        b.send_signal(signal.SIGTERM)
+        assert b.wait(60) == 0
+        while reader.poll(1.0):
+            pass
+    finally:
+        reader.close()
+        for p in (a, b):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    seen = Counter(ce_id(m.headers()) for m in reader.records)  # type: ignore[arg-type]
+    assert set(seen) == {env.id for env in sent}
+    assert [i for i, n in seen.items() if n > 1] == []

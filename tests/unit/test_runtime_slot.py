@@ -16,12 +16,23 @@ def test_the_lowest_free_slot_is_claimed_and_freed_on_close(tmp_path: Path) -> N
     second = InstanceSlot.claim(tmp_path, "app")
     assert (first.name, second.name) == ("0", "1")
     assert first.state_dir == tmp_path / "app" / "instance-0"
-    assert first.transactional_id("app") == "app-0"
+    tid = first.transactional_id("app")
     first.close()
     again = InstanceSlot.claim(tmp_path, "app")  # a restart gets its old slot back
     assert again.name == "0"
+    assert again.transactional_id("app") == tid  # and its id: it fences its predecessor
     again.close()
     second.close()
+
+
+def test_slot_0_of_two_machines_never_shares_a_transactional_id(tmp_path: Path) -> None:
+    here = InstanceSlot.claim(tmp_path / "machine-a", "app")
+    there = InstanceSlot.claim(tmp_path / "machine-b", "app")
+    assert here.name == there.name == "0"
+    ours, theirs = here.transactional_id("app"), there.transactional_id("app")
+    assert ours.startswith("app-0-") and theirs.startswith("app-0-") and ours != theirs
+    here.close()
+    there.close()
 
 
 def test_a_killed_process_releases_its_slot(tmp_path: Path) -> None:
