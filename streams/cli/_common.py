@@ -5,15 +5,34 @@ from __future__ import annotations
 import sys
 from typing import NoReturn
 
+import typer
 from rich.console import Console
+from rich.text import Text
 
-console = Console()
-err_console = Console(stderr=True)
+# No markup: what commands print quotes records, errors and paths ("[bold]", "[/data]"),
+# which rich would otherwise style or refuse. Styled text is built with ``styled``.
+ConfigFileOpt = typer.Option(
+    None,
+    "--config",
+    help="Client settings file, Java properties (security.protocol, sasl.*, ssl.*, ...), for "
+    "every client the command makes; $STREAMS_KAFKA_CONFIG names one for every command.",
+)
+SettingOpt = typer.Option(
+    [], "-X", help="librdkafka setting KEY=VALUE for every client (repeatable; wins over files)."
+)
+
+console = Console(markup=False)
+err_console = Console(stderr=True, markup=False)
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """Text from plain strings and ``(text, style)`` pairs, never read as markup."""
+    return Text.assemble(*parts)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print a one-line (or short) error for a person and exit non-zero."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(styled(("error:", "bold red"), " ", message), highlight=False, soft_wrap=True)
     sys.exit(code)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from streams.cli._common import console, err_console, fail
+from streams.cli._common import console, err_console, fail, styled
 from streams.schemas import SCHEMAS_DIR_ENV, SchemaCatalog, check_catalog
 from streams.schemas.errors import CatalogLoadError, SchemaNotFoundError
 
@@ -42,12 +42,15 @@ def check(schemas_dir: Path = DirOpt) -> None:
     broken = check_catalog(catalog)
     if broken:
         for inc in broken:
-            console.print(f"[red]✗[/] {inc}", highlight=False, soft_wrap=True)
+            console.print(styled(("✗", "red"), f" {inc}"), highlight=False, soft_wrap=True)
         fail(f"{len(broken)} incompatibility(ies) in {schemas_dir}")
     types = catalog.types()
     versions = sum(len(catalog.versions(t)) for t in types)
     console.print(
-        f"[green]✓[/] {len(types)} type(s), {versions} version(s) in {schemas_dir}: compatible",
+        styled(
+            ("✓", "green"),
+            f" {len(types)} type(s), {versions} version(s) in {schemas_dir}: compatible",
+        ),
         highlight=False,
     )
 

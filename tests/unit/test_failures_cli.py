@@ -37,3 +37,12 @@ def test_help_names_the_dry_run_default() -> None:
     assert result.exit_code == 0
     assert "--execute" in result.stdout
     assert "dry run" in result.stdout
+
+
+@pytest.mark.parametrize("text", ["[bold]3", "[/data/in.csv]"])
+def test_error_lines_print_what_they_quote_as_it_is(text: str) -> None:
+    # rich markup would eat the first and raise MarkupError on the second
+    result = streams("show", "app-t-dlq", "--record", text)
+    assert result.exit_code == 1
+    assert f"--record expects PARTITION:OFFSET, got {text!r}" in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)
