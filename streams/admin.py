@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from streams.config import client_config
 from streams.errors import StreamsError
 
 
@@ -19,17 +20,21 @@ class TopicError(StreamsError):
 _ADMINS: dict[tuple[str, frozenset[tuple[str, str | int | float]]], AdminClient] = {}
 
 
-def admin_client(bootstrap: str, **config: str | int | float) -> AdminClient:
-    """One AdminClient per cluster and config for the whole process.
+def admin_client(
+    bootstrap: str, settings: Mapping[str, str] | None = None, **config: str | int | float
+) -> AdminClient:
+    """One AdminClient per cluster and config for the whole process (``settings``: the
+    user's client settings, ``--config``/``-X``; ``config``: the caller's).
 
     Admin clients are thread-safe and cheap to keep; making and dropping one per call costs
     a connection each time, and destroying one while its background queue still holds
     events has crashed the interpreter inside librdkafka's callbacks.
     """
-    key = (bootstrap, frozenset(config.items()))
+    merged = {**config, **(settings or {})}
+    key = (bootstrap, frozenset(merged.items()))
     admin = _ADMINS.get(key)
     if admin is None:
-        admin = _ADMINS[key] = AdminClient({"bootstrap.servers": bootstrap, **config})
+        admin = _ADMINS[key] = AdminClient(client_config(bootstrap, merged))
     return admin
 
 

@@ -1,12 +1,18 @@
-"""Where things are: the cluster (``KAFKA_BOOTSTRAP_SERVERS``) and Streams' local state.
+"""Where things are: the cluster (``KAFKA_BOOTSTRAP_SERVERS`` and the client settings to
+reach it) and Streams' local state.
 
-Both are read from the environment on every call (tests and commands set it), never cached.
+All are read from the environment on every call (tests and commands set it), never cached.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+from streams.errors import StreamsError
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 STATE_DIR_ENV = "STREAMS_STATE_DIR"
@@ -29,3 +35,84 @@ def state_root() -> Path:
         return Path(configured).expanduser()
     xdg = os.environ.get("XDG_STATE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "streams"
+
+
+# -- client settings ---------------------------------------------------------------------
+KAFKA_CONFIG_ENV = "STREAMS_KAFKA_CONFIG"
+"""A properties file of client settings every command and the runtime apply (security,
+timeouts...), as ``--config FILE`` does for one command."""
+
+_SECRET = re.compile(r"password|secret|jaas|token|credential|\.key$|key\.pem", re.IGNORECASE)
+
+
+class ClientConfigError(StreamsError):
+    """A client settings file or ``-X`` override that cannot be read."""
+
+
+def read_properties(path: Path | str) -> dict[str, str]:
+    """A Java-style properties file (Kafka's ``--command-config``, kcat's ``-F``):
+    ``key=value`` or ``key: value`` lines, ``#`` and ``!`` comments, blank lines, and a
+    trailing backslash continuing a line. Raises ClientConfigError naming the line."""
+    path = Path(path).expanduser()
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ClientConfigError(f"cannot read client config {path}: {exc.strerror}") from None
+    settings: dict[str, str] = {}
+    pending = ""
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = pending + raw.strip()
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        cut = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
+        if cut < 0:
+            raise ClientConfigError(f"{path}:{number}: expected key=value, got {raw.strip()!r}")
+        settings[line[:cut].strip()] = line[cut + 1 :].strip()
+    return settings
+
+
+def parse_overrides(items: Sequence[str], option: str = "-X") -> dict[str, str]:
+    """``KEY=VALUE`` items (``-X`` options) as a dict. Raises ClientConfigError."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ClientConfigError(f"{option} expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+def client_settings(
+    config_file: Path | str | None = None, overrides: Sequence[str] = ()
+) -> dict[str, str]:
+    """The client settings of a command: ``$STREAMS_KAFKA_CONFIG``'s file, then
+    ``config_file`` (``--config``), then ``overrides`` (``-X KEY=VALUE``); later wins."""
+    settings: dict[str, str] = {}
+    env_file = os.environ.get(KAFKA_CONFIG_ENV, "").strip()
+    if env_file:
+        settings.update(read_properties(env_file))
+    if config_file is not None:
+        settings.update(read_properties(config_file))
+    settings.update(parse_overrides(overrides))
+    return settings
+
+
+def redacted(settings: Mapping[str, object]) -> dict[str, object]:
+    """``settings`` fit to log or print: the value of every secret-looking key hidden."""
+    return {k: "[hidden]" if _SECRET.search(k) else v for k, v in settings.items()}
+
+
+def client_config(
+    bootstrap: str, settings: Mapping[str, Any] | None = None, **defaults: Any
+) -> dict[str, Any]:
+    """The librdkafka config of a client Streams makes: ``bootstrap``, librdkafka's own log
+    through ``streams.logs.KAFKA_LOG`` (never raw on stderr), the caller's ``defaults``
+    (keys with dots as ``**{"linger.ms": 5}``), then the user's ``settings``, which win."""
+    # here, not at the top: importing streams.config stays light (no structlog)
+    from streams.logs import KAFKA_LOG  # noqa: PLC0415
+
+    return {"bootstrap.servers": bootstrap, "logger": KAFKA_LOG, **defaults, **(settings or {})}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from typing import Any, TextIO
 
 import structlog
@@ -86,3 +87,34 @@ def get_logger(name: str, **bound: Any) -> Logger:
     """A structlog logger named like a stdlib logger, with optional bound context."""
     logger: structlog.stdlib.BoundLogger = structlog.get_logger(name)
     return logger.bind(**bound) if bound else logger
+
+
+class KafkaLog:
+    """Where librdkafka's own log lines go: the ``logger`` of every client Streams makes.
+
+    librdkafka writes straight to stderr by default, and repeats a failing connection every
+    few milliseconds (hundreds of ``%3|...|FAIL|`` lines while a broker is away). Streams
+    reports what those lines mean itself, once (an outage, a refused login, a missing
+    topic), so they go to the ``streams.kafka`` logger at DEBUG (``-v`` shows them), at
+    most one per client and facility every ``every_s`` seconds.
+    """
+
+    def __init__(self, every_s: float = 30.0) -> None:
+        self.every_s = every_s
+        self._logger = logging.getLogger("streams.kafka")
+        self._last: dict[tuple[Any, ...], float] = {}
+
+    def log(self, _level: int, fmt: str, *args: Any) -> None:
+        """Called by confluent-kafka (as on a ``logging.Logger``) from ``poll``/``flush``."""
+        if not self._logger.isEnabledFor(logging.DEBUG):
+            return
+        key = args[:2]  # (facility, client name) of "%s [%s] %s"
+        now = time.monotonic()
+        if now - self._last.get(key, -self.every_s) < self.every_s:
+            return
+        self._last[key] = now
+        self._logger.debug(fmt, *args)
+
+
+KAFKA_LOG = KafkaLog()
+"""The one relay every client config names (``"logger": KAFKA_LOG``)."""

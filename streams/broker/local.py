@@ -24,6 +24,7 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -105,17 +106,31 @@ class LocalBroker:
         data_dir: Path | str | None = None,
         version: str = KAFKA_VERSION,
         heap: str = "1g",
+        *,
+        sasl_users: Mapping[str, str] | None = None,
+        sasl_port: int | None = None,
     ) -> None:
         self.port = port
         self.data_dir = Path(data_dir) if data_dir else default_data_dir(port)
         self.version = version
         self.heap = heap
+        # With users (name: password): a SASL_PLAINTEXT listener (mechanism PLAIN) on
+        # ``sasl_port`` too, beside the plaintext one, to try clients with credentials.
+        self.sasl_users = dict(sasl_users or {})
+        self.sasl_port = sasl_port if sasl_port is not None or not self.sasl_users else free_port()
 
     # -- paths -----------------------------------------------------------------------------
 
     @property
     def bootstrap(self) -> str:
         return f"{HOST}:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        """The SASL_PLAINTEXT listener's address (a broker made with ``sasl_users``)."""
+        if self.sasl_port is None:
+            raise BrokerError("this broker has no SASL listener (give it sasl_users)")
+        return f"{HOST}:{self.sasl_port}"
 
     @property
     def log_file(self) -> Path:
@@ -214,8 +229,27 @@ class LocalBroker:
             "log.retention.hours": "168",
             "delete.topic.enable": "true",
         }
+        if self.sasl_users:
+            props.update(self._sasl_props(controller_port))
         cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         return cfg
+
+    def _sasl_props(self, controller_port: int) -> dict[str, str]:
+        sasl = f"SASL_PLAINTEXT://{HOST}:{self.sasl_port}"
+        users = " ".join(f'user_{name}="{password}"' for name, password in self.sasl_users.items())
+        return {
+            "listeners": (
+                f"PLAINTEXT://{HOST}:{self.port},{sasl},CONTROLLER://{HOST}:{controller_port}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port},{sasl}",
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+            ),
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+            ),
+        }
 
     def _ensure_formatted(self, java: Path, libs: Path) -> dict[str, int | str]:
         if self._meta_file.exists() and (self.data_dir / "kraft" / "meta.properties").exists():

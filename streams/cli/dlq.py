@@ -18,7 +18,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from streams.cli._common import console, err_console, fail
+from streams.cli._common import ConfigFileOpt, SettingOpt, console, err_console, fail, styled
+from streams.config import client_settings
 from streams.failures.dlq import (
     DeadLetter,
     Decoder,
@@ -34,6 +35,7 @@ from streams.failures.dlq import (
 from streams.failures.errors import RetryPolicyError
 from streams.failures.headers import Headers, format_time
 from streams.failures.policy import parse_delay
+from streams.replay import Cluster
 
 app = typer.Typer(
     help="Inspect a dead-letter topic (<app>-<topic>-dlq) and replay its records.",
@@ -46,6 +48,7 @@ DlqArg = typer.Argument(..., metavar="DLQ_TOPIC", help="The dead-letter topic, <
 BootstrapOpt = typer.Option(
     DEFAULT_BOOTSTRAP,
     "--bootstrap-server",
+    "--bootstrap",
     "-b",
     envvar="KAFKA_BOOTSTRAP_SERVERS",
     help="Kafka bootstrap servers (default $KAFKA_BOOTSTRAP_SERVERS, else 127.0.0.1:9092).",
@@ -134,9 +137,12 @@ def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None] | 
         yield update
 
 
-def _read(bootstrap: str, topic: str, timeout: float, quiet: bool) -> DlqContents:
+def _read(
+    bootstrap: str, settings: dict[str, str], topic: str, timeout: float, quiet: bool
+) -> DlqContents:
+    Cluster(bootstrap, timeout, settings).check()  # one line for an unreachable or refusing one
     with _progress(f"reading {topic}", quiet) as on_progress:
-        return read_dlq(bootstrap, topic, timeout=timeout, on_progress=on_progress)
+        return read_dlq(bootstrap, topic, timeout=timeout, on_progress=on_progress, config=settings)
 
 
 def _print_json(data: Any) -> None:
@@ -148,6 +154,8 @@ def list_(
     *,
     dlq: str = DlqArg,
     bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
     error_type: str | None = ErrorOpt,
     key: str | None = KeyOpt,
     source_topic: str | None = SourceOpt,
@@ -165,7 +173,8 @@ def list_(
         until=until,
         records=[],
     )
-    summary = summarize(_read(bootstrap, dlq, timeout, as_json), selection)
+    settings = client_settings(config_file, client)
+    summary = summarize(_read(bootstrap, settings, dlq, timeout, as_json), selection)
     if as_json:
         _print_json(summary.as_json())
         return
@@ -175,8 +184,11 @@ def list_(
         else "-"
     )
     console.print(
-        f"[bold]{dlq}[/]: {summary.total} dead letter(s), failed {span}; "
-        f"{summary.replayed} replayed ({summary.replays} replay(s))",
+        styled(
+            (dlq, "bold"),
+            f": {summary.total} dead letter(s), failed {span}; "
+            f"{summary.replayed} replayed ({summary.replays} replay(s))",
+        ),
         highlight=False,
     )
     for title, counts in (("error type", summary.by_error), ("source topic", summary.by_source)):
@@ -212,6 +224,8 @@ def show(
     *,
     dlq: str = DlqArg,
     bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
     error_type: str | None = ErrorOpt,
     key: str | None = KeyOpt,
     source_topic: str | None = SourceOpt,
@@ -233,7 +247,8 @@ def show(
         until=until,
         records=records,
     )
-    contents = _read(bootstrap, dlq, timeout, as_json)
+    settings = client_settings(config_file, client)
+    contents = _read(bootstrap, settings, dlq, timeout, as_json)
     letters = selection.select(contents.letters)
     shown = letters if limit <= 0 else letters[:limit]
     decode, problem = _codec_decoder(schemas_dir)
@@ -252,8 +267,10 @@ def show(
 def _print_letter(view: dict[str, Any], stacktrace: bool) -> None:
     p = console.print
     p(
-        f"[bold]{view['ref']}[/]  key={view['key']}  id={view['event_id']}  "
-        f"type={view['event_type']}",
+        styled(
+            (view["ref"], "bold"),
+            f"  key={view['key']}  id={view['event_id']}  type={view['event_type']}",
+        ),
         highlight=False,
     )
     error = view["error"]
@@ -311,6 +328,8 @@ def replay(
     *,
     dlq: str = DlqArg,
     bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
     error_type: str | None = ErrorOpt,
     key: str | None = KeyOpt,
     source_topic: str | None = SourceOpt,
@@ -339,12 +358,13 @@ def replay(
         until=until,
         records=records,
     )
-    plan = plan_dlq_replay(_read(bootstrap, dlq, timeout, as_json), selection, to=to)
+    settings = client_settings(config_file, client)
+    plan = plan_dlq_replay(_read(bootstrap, settings, dlq, timeout, as_json), selection, to=to)
     sent = 0
     if execute and plan.items:
         with _progress("replaying", as_json) as on_progress:
             sent = execute_dlq_replay(
-                bootstrap, plan, timeout=timeout, on_progress=on_progress
+                bootstrap, plan, timeout=timeout, on_progress=on_progress, config=settings
             ).sent
     if as_json:
         _print_json(

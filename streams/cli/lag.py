@@ -7,13 +7,15 @@ job or a probe can alert on it.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import typer
 from rich.live import Live
 from rich.table import Table
 
-from streams.cli._common import console, err_console
+from streams.cli._common import ConfigFileOpt, SettingOpt, console, err_console
 from streams.cli.replay import BootstrapOpt, JsonOpt, TimeoutOpt, print_json
+from streams.config import client_settings
 from streams.replay import Cluster
 from streams.replay.lag import TopicLag, lag, over_threshold
 
@@ -47,11 +49,13 @@ def lag_command(  # noqa: PLR0917 - a command's options
         help=f"Exit {THRESHOLD_EXIT} when a group's topic lag is above N.",
     ),
     bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
     timeout: float = TimeoutOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Lag per consumer group and topic (all groups unless --group)."""
-    cluster = Cluster(bootstrap, timeout)
+    cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     if watch and console.is_terminal and not as_json:
         with Live(_table(lag(cluster, groups), threshold), console=console) as live:
             try:

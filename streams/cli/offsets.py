@@ -11,8 +11,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from streams.cli._common import console
+from streams.cli._common import ConfigFileOpt, SettingOpt, console
 from streams.cli.replay import POSITIONS_HELP, BootstrapOpt, JsonOpt, TimeoutOpt, print_json
+from streams.config import client_settings
 from streams.replay import (
     Cluster,
     ResetPlan,
@@ -44,14 +45,18 @@ def _dash(value: int | None) -> str:
 
 
 @app.command()
-def show(
+def show(  # noqa: PLR0917 - a command's options
     group: str = GroupOpt,
     bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
     timeout: float = TimeoutOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Committed offset, log end offset and lag per partition, and the group's members."""
-    offsets = group_offsets(Cluster(bootstrap, timeout), group)
+    offsets = group_offsets(
+        Cluster(bootstrap, timeout, client_settings(config_file, client)), group
+    )
     if as_json:
         print_json(offsets.as_dict())
         return
@@ -97,6 +102,8 @@ def reset(  # noqa: PLR0917 - a command's options
         False, "--new-group", help="Allow a group the cluster does not know yet."
     ),
     bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
     timeout: float = TimeoutOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -104,7 +111,7 @@ def reset(  # noqa: PLR0917 - a command's options
     if position is not None and to is not None:
         raise ReplayError("give the position once: as an argument or with --to")
     position = position if position is not None else to
-    cluster = Cluster(bootstrap, timeout)
+    cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     if from_file is not None:
         if position is not None or topics:
             raise ReplayError("--from-file takes the topics and offsets from the file alone")

@@ -24,8 +24,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from streams.cli._common import console
+from streams.cli._common import ConfigFileOpt, SettingOpt, console
 from streams.cli.describe import parse_params
+from streams.config import client_settings
 from streams.replay import (
     Cluster,
     RecordFilter,
@@ -164,6 +165,8 @@ def replay_command(  # noqa: PLR0917 - a command's options
     app_id: str | None = ThroughAppIdOpt,
     params: list[str] = ThroughSetOpt,
     bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
     timeout: float = TimeoutOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -180,7 +183,7 @@ def replay_command(  # noqa: PLR0917 - a command's options
     if through is not None and not flt.everything:
         raise ReplayError("--type/--key/--header filter copies; --through reprocesses all")
     topology = _load_through(through, app_id, params) if through is not None else None
-    cluster = Cluster(bootstrap, timeout)
+    cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     plan = plan_replay(
         cluster,
         parse_topic_selection(source),

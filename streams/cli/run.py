@@ -17,8 +17,10 @@ from types import FrameType
 import typer
 
 from streams.broker.local import DEFAULT_PORT
+from streams.cli._common import ConfigFileOpt
 from streams.cli.describe import AppIdOpt, FileArg, SetOpt, parse_params
-from streams.config import BOOTSTRAP_ENV
+from streams.config import BOOTSTRAP_ENV, client_settings
+from streams.replay import Cluster
 from streams.runtime import RuntimeConfig
 from streams.runtime.config import split_client_overrides
 from streams.runtime.instance import run_instance
@@ -38,8 +40,8 @@ BatchOpt = typer.Option(1_000, "--batch-size", min=1, help="Records per consume 
 ClientOpt = typer.Option(
     [],
     "-X",
-    help="librdkafka setting KEY=VALUE for both clients; prefix consumer. or producer. "
-    "for one (repeatable).",
+    help="librdkafka setting KEY=VALUE for every client; prefix consumer. or producer. "
+    "for one kind (repeatable; wins over --config).",
 )
 GuaranteeOpt = typer.Option(
     None,
@@ -56,6 +58,9 @@ InstanceIdOpt = typer.Option(
     None,
     "--instance-id",
     help="Stable name of this instance (state dir, transactional.id); default: a free slot.",
+)
+ConnectTimeoutOpt = typer.Option(
+    10.0, "--connect-timeout", min=0.5, help="Seconds to wait for the cluster at start."
 )
 StatusOpt = typer.Option(
     None, "--status/--no-status", help="Live status line (default: when stderr is a terminal)."
@@ -74,6 +79,8 @@ def run(  # noqa: PLR0917 - a command's options
     guarantee: str | None = GuaranteeOpt,
     state_dir: str | None = StateDirOpt,
     instance_id: str | None = InstanceIdOpt,
+    config_file: Path | None = ConfigFileOpt,
+    connect_timeout: float = ConnectTimeoutOpt,
 ) -> None:
     """Run a topology: consume its sources, process, write its sinks, commit (at-least-once;
     exactly-once with --guarantee exactly_once or the topology's processing_guarantee)."""
@@ -84,11 +91,16 @@ def run(  # noqa: PLR0917 - a command's options
         args += ["--batch-size", str(batch_size), "--no-status", "--instances", "1"]
         args += ["--guarantee", guarantee] if guarantee else []
         args += ["--state-dir", state_dir] if state_dir else []
+        args += ["--config", str(config_file)] if config_file else []
         raise typer.Exit(_supervise(args, instances))
-    consumer, producer = split_client_overrides(parse_params(client, option="-X"))
+    settings = client_settings(config_file, client)
+    shared, consumer, producer = split_client_overrides(settings)
+    # One line, not a stack trace after 30 s, for a cluster that is away or refuses us.
+    Cluster(bootstrap, connect_timeout, {**shared, **consumer}).check()
     config = RuntimeConfig(
         bootstrap=bootstrap,
         batch_size=batch_size,
+        client=shared,
         consumer=consumer,
         producer=producer,
         processing_guarantee=guarantee,

@@ -26,6 +26,7 @@ from typing import Any, cast
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from streams.codec.headers import ID, TYPE
+from streams.config import client_config
 from streams.failures.errors import DlqError, FailureHeaderError
 from streams.failures.headers import (
     REPLAY_MARK,
@@ -184,14 +185,16 @@ def read_dlq(
     record arrives for ``timeout`` seconds while some are still expected.
     """
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"streams-dlq-reader-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-            **(config or {}),
-        }
+        client_config(
+            bootstrap,
+            config,
+            **{
+                "group.id": f"streams-dlq-reader-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+            },
+        )
     )
     try:
         return _read(consumer, topic, timeout, on_progress)
@@ -257,10 +260,16 @@ def _read(
     return DlqContents(topic, tuple(letters), tuple(marks))
 
 
-def dlq_depth(bootstrap: str, topic: str, *, timeout: float = 10.0) -> int:
+def dlq_depth(
+    bootstrap: str,
+    topic: str,
+    *,
+    timeout: float = 10.0,
+    config: Mapping[str, Any] | None = None,
+) -> int:
     """Records in ``topic`` now (end minus start offsets, replay marks included): the
     gauge for monitoring, read from watermarks without consuming. Raises ``DlqError``."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "streams-dlq-depth"})
+    consumer = Consumer(client_config(bootstrap, config, **{"group.id": "streams-dlq-depth"}))
     try:
         metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
         if metadata is None or metadata.error is not None:
@@ -456,13 +465,9 @@ def execute_dlq_replay(
     if not plan.items:
         return DlqReplayResult(0)
     producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            **(config or {}),
-        }
+        client_config(
+            bootstrap, config, **{"enable.idempotence": True, "acks": "all", "linger.ms": 5}
+        )
     )
     _check_targets(producer, {item.topic for item in plan.items} | {plan.dlq}, timeout)
     errors: list[str] = []

@@ -8,7 +8,6 @@ be reached or refuses, ``UnknownTopicError`` for a topic or partition it does no
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
@@ -26,7 +25,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
-from streams.config import external_bootstrap
+from streams.config import client_config, external_bootstrap
 from streams.coordinates import TP
 from streams.replay.errors import ClusterError, UnknownTopicError
 from streams.replay.positions import TopicSelection
@@ -42,29 +41,6 @@ T = TypeVar("T")
 def default_bootstrap() -> str:
     """``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker's default address."""
     return external_bootstrap() or DEFAULT_BOOTSTRAP
-
-
-class _LibrdkafkaLog(logging.Filter):
-    """librdkafka reports each failed connection attempt; a user sees one error line from
-    us instead, so its messages pass only at DEBUG."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return logging.getLogger().isEnabledFor(logging.DEBUG)
-
-
-_rdkafka_logger = logging.getLogger("streams.librdkafka")
-_rdkafka_logger.addFilter(_LibrdkafkaLog())
-
-
-def client_config(bootstrap: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
-    """Config shared by our admin, consumer and producer clients: quiet, short timeouts."""
-    ms = int(timeout * 1000)
-    return {
-        "bootstrap.servers": bootstrap,
-        "logger": _rdkafka_logger,
-        "socket.timeout.ms": max(ms, 1000),
-        "socket.connection.setup.timeout.ms": max(ms, 1000),
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,14 +88,50 @@ def _offset_spec(at: OffsetKind) -> Any:
     return OffsetSpec.for_timestamp(at)
 
 
+class _Refusals:
+    """The admin client's ``error_cb``: keeps why a broker refused us. librdkafka only
+    says "transport failure" to the request itself."""
+
+    CODES = frozenset(
+        {
+            KafkaError._AUTHENTICATION,
+            KafkaError._SSL,
+            KafkaError.SASL_AUTHENTICATION_FAILED,
+            KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        }
+    )
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    def __call__(self, err: KafkaError) -> None:
+        if err.code() in self.CODES:
+            self.reason = err.str()
+
+
 class Cluster:
     """Typed, blocking broker lookups with a deadline. Not thread-safe; cheap to create."""
 
-    def __init__(self, bootstrap: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        bootstrap: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        settings: Mapping[str, str] | None = None,
+    ) -> None:
         self.bootstrap = bootstrap or default_bootstrap()
         self.timeout = timeout
-        self.admin = AdminClient(client_config(self.bootstrap, timeout))
+        self.settings = dict(settings or {})
+        """The user's client settings (``--config``, ``-X``): every client made here has them."""
+        self._refused = _Refusals()
+        self.admin = AdminClient(self.client_config(error_cb=self._refused))
         self._checked = False
+
+    def client_config(self, **defaults: Any) -> dict[str, Any]:
+        """The config of a client of this cluster: short timeouts, ``defaults``, then the
+        user's settings."""
+        ms = max(int(self.timeout * 1000), 1000)
+        timeouts = {"socket.timeout.ms": ms, "socket.connection.setup.timeout.ms": ms}
+        return client_config(self.bootstrap, self.settings, **timeouts, **defaults)
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -130,9 +142,7 @@ class Cluster:
             try:
                 return call()
             except FutureTimeout as exc:
-                raise ClusterError(
-                    f"cannot reach Kafka at {self.bootstrap} within {self.timeout:g} s ({what})"
-                ) from exc
+                raise self._unreachable(what) from exc
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
                 if not isinstance(err, KafkaError):
@@ -141,9 +151,7 @@ class Cluster:
                     time.sleep(0.1)  # a coordinator still loading: the broker asks us to retry
                     continue
                 if err.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT):
-                    raise ClusterError(
-                        f"cannot reach Kafka at {self.bootstrap} within {self.timeout:g} s ({what})"
-                    ) from exc
+                    raise self._unreachable(what) from exc
                 if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise UnknownTopicError(f"{what}: unknown topic or partition") from exc
                 raise ClusterError(f"{what} failed: {err.str() or err.name()}") from exc
@@ -167,10 +175,19 @@ class Cluster:
         try:
             self.admin.list_topics(timeout=self.timeout)
         except KafkaException as exc:
-            raise ClusterError(
-                f"cannot reach Kafka at {self.bootstrap} within {self.timeout:g} s"
-            ) from exc
+            raise self._unreachable(None) from exc
         self._checked = True
+
+    def _unreachable(self, what: str | None) -> ClusterError:
+        """The error for a cluster that did not answer: the reason a broker gave when it
+        refused us (a wrong password, a failed TLS handshake), else the time waited."""
+        doing = f" ({what})" if what else ""
+        self.admin.poll(0)  # serves the error callbacks: the refusal, if there was one
+        if self._refused.reason is not None:
+            return ClusterError(f"Kafka at {self.bootstrap} refused us: {self._refused.reason}")
+        return ClusterError(
+            f"cannot reach Kafka at {self.bootstrap} within {self.timeout:g} s{doing}"
+        )
 
     # -- topics -----------------------------------------------------------------------
 

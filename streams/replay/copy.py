@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-from streams.replay.cluster import Cluster, client_config
+from streams.replay.cluster import Cluster
 from streams.replay.errors import CopyError, ReplayError, UnknownTopicError
 from streams.replay.filters import Headers, RecordFilter
 from streams.replay.plan import ReplayPlan
@@ -122,36 +122,38 @@ def check_target(
             )
 
 
-def _consumer(bootstrap: str, timeout: float) -> Consumer:
+def _consumer(cluster: Cluster) -> Consumer:
     return Consumer(
-        {
-            **client_config(bootstrap, timeout),
-            # never joined nor committed (we assign): the id only satisfies the client
-            "group.id": f"streams-replay-{uuid.uuid4().hex[:12]}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
-            "fetch.max.bytes": 52_428_800,
-            "queued.max.messages.kbytes": 65_536,
-        }
+        cluster.client_config(
+            **{
+                # never joined nor committed (we assign): the id only satisfies the client
+                "group.id": f"streams-replay-{uuid.uuid4().hex[:12]}",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": True,
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "fetch.max.bytes": 52_428_800,
+                "queued.max.messages.kbytes": 65_536,
+            }
+        )
     )
 
 
-def _producer(bootstrap: str, timeout: float, acks: _Acks) -> Producer:
+def _producer(cluster: Cluster, acks: _Acks) -> Producer:
     return Producer(
-        {
-            **client_config(bootstrap, timeout),
-            "on_delivery": acks,
-            "delivery.report.only.error": True,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 20,
-            "batch.size": 1_000_000,
-            "compression.type": "lz4",
-            "partitioner": "murmur2_random",  # Java's default: same key, same partition
-        }
+        cluster.client_config(
+            **{
+                "on_delivery": acks,
+                "delivery.report.only.error": True,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 20,
+                "batch.size": 1_000_000,
+                "compression.type": "lz4",
+                "partitioner": "murmur2_random",  # Java's default: same key, same partition
+            }
+        )
     )
 
 
@@ -189,9 +191,9 @@ def replay(
     if not todo:
         return result
     started = time.perf_counter()
-    consumer = _consumer(cluster.bootstrap, cluster.timeout)
+    consumer = _consumer(cluster)
     acks = _Acks()
-    producer = None if dry_run else _producer(cluster.bootstrap, cluster.timeout, acks)
+    producer = None if dry_run else _producer(cluster, acks)
     copier = _Copier(plan.topic, into or "", producer, flt, keep_partition, keep_timestamps, acks)
     try:
         consumer.incremental_assign(

@@ -8,6 +8,7 @@ confluent-kafka ones; the ``TestDriver`` passes in-memory ones
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from confluent_kafka import Consumer, Producer
@@ -29,8 +30,9 @@ class Clients(Protocol):
 class KafkaClients:
     """confluent-kafka clients of the cluster at ``bootstrap``."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, settings: Mapping[str, str] | None = None) -> None:
         self.bootstrap = bootstrap
+        self.settings = settings  # the user's, for the admin client (the others get a config)
 
     def consumer(self, config: dict[str, Any]) -> Any:
         return Consumer(config)
@@ -39,4 +41,4 @@ class KafkaClients:
         return Producer(config)
 
     def admin(self) -> Any:
-        return admin_client(self.bootstrap)
+        return admin_client(self.bootstrap, self.settings)

@@ -6,11 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from streams.config import client_config
+
 
 @dataclass(frozen=True)
 class RuntimeConfig:
-    """Settings of one instance. ``consumer``/``producer`` override librdkafka settings
-    (``-X key=value`` on the command line goes to both, each taking what it knows)."""
+    """Settings of one instance. ``client``: librdkafka settings of every client it makes
+    (consumers, producers, admin, restores: security, timeouts); ``consumer``/``producer``
+    those of one kind (``-X consumer.key=value``), applied after ``client``."""
 
     bootstrap: str
     batch_size: int = 1_000  # records per consume() call
@@ -21,6 +24,7 @@ class RuntimeConfig:
     auto_offset_reset: str = "earliest"  # where a new group starts
     consumer: Mapping[str, Any] = field(default_factory=dict)
     producer: Mapping[str, Any] = field(default_factory=dict)
+    client: Mapping[str, Any] = field(default_factory=dict)
     # None: the topology's; "at_least_once" or "exactly_once" (transactions) override it.
     processing_guarantee: str | None = None
     # Local state of stores (None: $STREAMS_STATE_DIR/apps, else ~/.local/state/streams/apps).
@@ -31,8 +35,7 @@ class RuntimeConfig:
     transaction_timeout_ms: int = 10_000
 
     def consumer_config(self, group_id: str) -> dict[str, Any]:
-        return {
-            "bootstrap.servers": self.bootstrap,
+        defaults = {
             "group.id": group_id,
             "partition.assignment.strategy": "cooperative-sticky",
             "enable.auto.commit": False,
@@ -52,8 +55,8 @@ class RuntimeConfig:
             # Never process records of aborted or open transactions (librdkafka's default,
             # stated: exactly-once outputs upstream stay exactly-once through us).
             "isolation.level": "read_committed",
-            **self.consumer,
         }
+        return client_config(self.bootstrap, {**self.client, **self.consumer}, **defaults)
 
     def producer_config(self, transactional_id: str | None = None) -> dict[str, Any]:
         """The output producer; with ``transactional_id`` a transactional one."""
@@ -63,8 +66,7 @@ class RuntimeConfig:
                 "transactional.id": transactional_id,
                 "transaction.timeout.ms": self.transaction_timeout_ms,
             }
-        return {
-            "bootstrap.servers": self.bootstrap,
+        defaults = {
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 5,
@@ -74,13 +76,16 @@ class RuntimeConfig:
             # No Python per acknowledged record: commits flush and check for failures.
             "delivery.report.only.error": True,
             **eos,
-            **self.producer,
         }
+        return client_config(self.bootstrap, {**self.client, **self.producer}, **defaults)
 
 
-def split_client_overrides(items: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """Route ``-X key=value`` overrides: ``consumer.x`` / ``producer.x`` go to one client,
-    anything else to both."""
+def split_client_overrides(
+    items: Mapping[str, str],
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Route client settings: ``consumer.x`` / ``producer.x`` to one kind of client,
+    anything else to every client. Returns ``(client, consumer, producer)``."""
+    client: dict[str, str] = {}
     consumer: dict[str, str] = {}
     producer: dict[str, str] = {}
     for key, value in items.items():
@@ -89,6 +94,5 @@ def split_client_overrides(items: Mapping[str, str]) -> tuple[dict[str, str], di
         elif key.startswith("producer."):
             producer[key.removeprefix("producer.")] = value
         else:
-            consumer[key] = value
-            producer[key] = value
-    return consumer, producer
+            client[key] = value
+    return client, consumer, producer

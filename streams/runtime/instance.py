@@ -15,7 +15,7 @@ def run_instance(topology: Topology, config: RuntimeConfig, *, live: bool | None
     """Create owned topics, then run until SIGINT/SIGTERM (graceful: finish, flush,
     commit, close; a second signal forces exit). Must be called on the main thread.
     Raises RuntimeFailure (and MissingTopicError) like ``Runtime.run``."""
-    prepare_topics(admin_client(config.bootstrap), topology)
+    prepare_topics(admin_client(config.bootstrap, config.client), topology)
     reporter = StatusReporter(topology.app_id, live=live, interval_s=config.status_interval_s)
     runtime = Runtime(topology, config, on_tick=reporter.show)
     try:

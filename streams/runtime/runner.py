@@ -90,7 +90,7 @@ class Runtime:
             from streams.schemas import default_catalog  # noqa: PLC0415
 
             codec = AvroCodec(default_catalog())
-        clients = clients or KafkaClients(config.bootstrap)
+        clients = clients or KafkaClients(config.bootstrap, config.client)
         self.topology = topology
         self.config = config
         self.codec = codec

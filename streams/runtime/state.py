@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streams.config import state_root
+from streams.config import client_config, state_root
 from streams.pipeline.errors import RuntimeFailure
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.slot import InstanceSlot
@@ -54,8 +54,10 @@ def default_state_dir() -> Path:
 
 
 def restore_client_config(config: RuntimeConfig) -> dict[str, Any]:
+    """The restore consumers' config: every client's settings, and the consumer settings
+    that say how to connect (not the group's: restores assign, never join)."""
     picked = {k: v for k, v in config.consumer.items() if k.startswith(_CLIENT_PREFIXES)}
-    return {"bootstrap.servers": config.bootstrap, **picked}
+    return client_config(config.bootstrap, {**config.client, **picked})
 
 
 def needs_state(topology: Topology, guarantee: str) -> bool:

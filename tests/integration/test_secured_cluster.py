@@ -1,0 +1,160 @@
+"""Every command on a cluster that wants credentials: a SASL_PLAINTEXT (PLAIN) listener of
+a local broker of its own. With the right settings (``--config FILE``, ``-X``,
+``$STREAMS_KAFKA_CONFIG``) the commands work; with a wrong password each fails with one
+line naming the authentication failure: no traceback, no librdkafka lines, no secret."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from streams.admin import admin_client, create_topic
+from streams.broker.local import LocalBroker, free_port
+from streams.codec import AvroCodec
+from streams.envelope import Envelope
+from streams.schemas import default_catalog
+from streams.testing import wait_until
+from streams.testing.topics import unique_topic_name
+
+ROOT = Path(__file__).resolve().parents[2]
+MIRROR = ROOT / "topology" / "mirror.py"
+PASSWORD = "alice-s3cret"
+GOOD = {
+    "security.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanism": "PLAIN",
+    "sasl.username": "alice",
+    "sasl.password": PASSWORD,
+}
+CODEC = AvroCodec(default_catalog())
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    broker = LocalBroker(
+        port=free_port(),
+        data_dir=tmp_path_factory.mktemp("secured"),
+        heap="512m",
+        sasl_users={"alice": PASSWORD},
+    )
+    broker.up()
+    try:
+        yield broker
+    finally:
+        broker.down()
+
+
+def properties(path: Path, settings: dict[str, str]) -> Path:
+    path.write_text("# client settings\n" + "".join(f"{k}={v}\n" for k, v in settings.items()))
+    return path
+
+
+def streams(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "streams", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {}), "STREAMS_LOG_JSON": "1"},
+        check=False,
+    )
+
+
+def order(n: int) -> Envelope:
+    data = {"order_id": f"o-{n}", "customer_id": "c", "items": [], "total_cents": n}
+    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key="c")
+
+
+def test_every_command_works_with_credentials_from_a_file(
+    secured: LocalBroker, tmp_path: Path
+) -> None:
+    bootstrap = secured.sasl_bootstrap
+    config = properties(tmp_path / "client.properties", GOOD)
+    topic = unique_topic_name("secured-in")
+    app_id = unique_topic_name("secured-app")
+    create_topic(admin_client(bootstrap, GOOD), topic, partitions=2)
+    producer = Producer({"bootstrap.servers": bootstrap, **GOOD})
+    for n in range(20):
+        value, headers = CODEC.encode(order(n))
+        producer.produce(topic, value, b"c", headers=headers)  # type: ignore[arg-type]
+    assert producer.flush(30) == 0
+
+    run = subprocess.Popen(
+        [
+            sys.executable, "-m", "streams", "run", str(MIRROR), "--app-id", app_id,
+            "--set", f"input={topic}", "--bootstrap", bootstrap, "--config", str(config),
+            "--no-status",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    reader = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": app_id + "-check", **GOOD}
+        | {"auto.offset.reset": "earliest"}
+    )
+    reader.subscribe([f"{app_id}-mirror"])
+    got: list[bytes] = []
+    try:
+        wait_until(
+            lambda: (
+                got.extend(m.value() for m in reader.consume(100, 0.5) if not m.error())
+                or len(got) >= 20
+            ),
+            90,
+            what="the mirror's outputs",
+        )
+
+        def lag() -> list[dict[str, int]]:
+            args = ["lag", "-g", app_id, "-b", bootstrap, "--config", str(config), "--json"]
+            return list(json.loads(streams(*args).stdout or "[]"))
+
+        wait_until(
+            lambda: (rows := lag()) and all(row["lag"] == 0 for row in rows),
+            60,
+            what="the group committed everything",
+        )
+    finally:
+        reader.close()
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(60) == 0
+
+    env = {"STREAMS_KAFKA_CONFIG": str(config)}  # the same, for every command, from the env
+    for args in (
+        ["replay", topic, "--from", "earliest", "--dry-run", "-b", bootstrap],
+        ["offsets", "show", "-g", app_id, "-b", bootstrap],
+        ["offsets", "reset", "earliest", "-g", app_id, "--topic", topic, "--execute",
+         "-b", bootstrap],
+        ["dlq", "list", f"{app_id}-{topic}-dlq", "-b", bootstrap],
+    ):  # fmt: skip
+        done = streams(*args, env=env)
+        assert done.returncode == 0, (args, done.stderr)
+        assert "%3|" not in done.stderr and PASSWORD not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["lag", "--timeout", "10"],
+        ["offsets", "show", "-g", "some-group", "--timeout", "10"],
+        ["replay", "some-topic", "--from", "earliest", "--dry-run", "--timeout", "10"],
+        ["dlq", "list", "some-dlq", "--timeout", "10"],
+        ["run", str(MIRROR), "--set", "input=some-topic", "--connect-timeout", "10"],
+    ],
+)
+def test_a_wrong_password_is_one_line_naming_the_authentication_failure(
+    secured: LocalBroker, tmp_path: Path, args: list[str]
+) -> None:
+    config = properties(tmp_path / "bad.properties", {**GOOD, "sasl.password": "wrong"})
+    done = streams(*args, "-b", secured.sasl_bootstrap, "--config", str(config))
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error:") and "authentication" in lines[0].lower(), lines[0]
+    assert "wrong" not in done.stderr and "Traceback" not in done.stderr

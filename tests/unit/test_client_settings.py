@@ -1,0 +1,112 @@
+"""Client settings: properties files, ``-X`` overrides, ``$STREAMS_KAFKA_CONFIG``, the order
+they apply in, secrets kept out of what is printed, and librdkafka's log kept off stderr."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from streams.config import (
+    KAFKA_CONFIG_ENV,
+    ClientConfigError,
+    client_config,
+    client_settings,
+    read_properties,
+    redacted,
+)
+from streams.logs import KafkaLog
+from streams.runtime.config import RuntimeConfig, split_client_overrides
+
+
+def test_a_properties_file_reads_as_java_reads_it(tmp_path: Path) -> None:
+    path = tmp_path / "client.properties"
+    path.write_text(
+        "# a comment\n"
+        "! another\n"
+        "\n"
+        "security.protocol=SASL_SSL\n"
+        "sasl.mechanism : SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.Login required \\\n"
+        "    username=alice;\n"
+        "url=http://host:8081/x=y\n"
+    )
+    assert read_properties(path) == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": "org.Login required username=alice;",
+        "url": "http://host:8081/x=y",
+    }
+
+
+def test_a_bad_line_or_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.properties"
+    path.write_text("a=1\njust words\n")
+    with pytest.raises(ClientConfigError, match=r"bad.properties:2: expected key=value"):
+        read_properties(path)
+    with pytest.raises(ClientConfigError, match="cannot read client config"):
+        read_properties(tmp_path / "missing.properties")
+    with pytest.raises(ClientConfigError, match="-X expects KEY=VALUE, got 'oops'"):
+        client_settings(overrides=["oops"])
+
+
+def test_the_environment_file_then_config_then_x_and_the_last_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_file = tmp_path / "env.properties"
+    env_file.write_text("a=env\nb=env\nc=env\n")
+    command_file = tmp_path / "command.properties"
+    command_file.write_text("b=file\nc=file\n")
+    monkeypatch.setenv(KAFKA_CONFIG_ENV, str(env_file))
+    assert client_settings(command_file, ["c=x"]) == {"a": "env", "b": "file", "c": "x"}
+
+
+def test_secrets_are_hidden_in_what_is_shown() -> None:
+    shown = redacted(
+        {"sasl.password": "p", "sasl.jaas.config": "j", "ssl.key.password": "k",
+         "sasl.username": "alice", "security.protocol": "SASL_SSL"}
+    )  # fmt: skip
+    assert shown == {
+        "sasl.password": "[hidden]",
+        "sasl.jaas.config": "[hidden]",
+        "ssl.key.password": "[hidden]",
+        "sasl.username": "alice",
+        "security.protocol": "SASL_SSL",
+    }
+
+
+def test_every_runtime_client_gets_the_shared_settings_and_its_own() -> None:
+    shared, consumer, producer = split_client_overrides(
+        {"security.protocol": "SASL_SSL", "consumer.fetch.min.bytes": "1", "producer.acks": "1"}
+    )
+    config = RuntimeConfig("b:9092", client=shared, consumer=consumer, producer=producer)
+    consumer_config = config.consumer_config("g")
+    producer_config = config.producer_config()
+    assert consumer_config["security.protocol"] == producer_config["security.protocol"]
+    assert consumer_config["fetch.min.bytes"] == "1" and "fetch.min.bytes" not in producer_config
+    assert producer_config["acks"] == "1" and "acks" not in consumer_config
+    assert consumer_config["logger"] is producer_config["logger"]  # librdkafka's log: ours
+
+
+def test_librdkafka_lines_go_to_debug_once_per_client_and_facility_per_period(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = KafkaLog(every_s=60)
+    with caplog.at_level(logging.INFO, logger="streams.kafka"):
+        log.log(3, "%s [%s] %s", "FAIL", "rdkafka#producer-1", "Connection refused")
+    assert caplog.records == []  # nothing at INFO: Streams says what it means itself
+    with caplog.at_level(logging.DEBUG, logger="streams.kafka"):
+        for _ in range(500):
+            log.log(3, "%s [%s] %s", "FAIL", "rdkafka#producer-1", "Connection refused")
+        log.log(3, "%s [%s] %s", "FAIL", "rdkafka#consumer-2", "Connection refused")
+    assert [r.getMessage() for r in caplog.records] == [
+        "FAIL [rdkafka#producer-1] Connection refused",
+        "FAIL [rdkafka#consumer-2] Connection refused",
+    ]
+
+
+def test_a_client_config_routes_the_log_and_lets_the_user_win() -> None:
+    config = client_config("b:9092", {"linger.ms": "50"}, **{"linger.ms": 5, "acks": "all"})
+    assert config["linger.ms"] == "50" and config["acks"] == "all"
+    assert isinstance(config["logger"], KafkaLog)
