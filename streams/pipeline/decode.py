@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from streams.codec import Codec, DecodeError, peek_type
 from streams.envelope import Envelope
 from streams.pipeline.record import Record
-from streams.topology.nodes import SourceNode
+from streams.topology.nodes import ANY_TYPE, SourceNode
 
 
 class UnexpectedTypeError(DecodeError):
@@ -43,6 +43,8 @@ class Decode:
     def __call__(self, record: Record) -> Envelope:
         source = self._sources[record.source_topic]
         headers = record.headers if self._reads_headers else None
+        if source.type == ANY_TYPE:  # a repartition topic: any envelope, as it was written
+            return self._codec.decode(record.value, headers, lazy=True)
         try:
             env = self._codec.decode(record.value, headers, version=source.version, lazy=True)
         except DecodeError:

@@ -15,7 +15,10 @@ def prepare_topics(admin: AdminClient, topology: Topology, timeout_s: float = 30
     partition count. Raises MissingTopicError naming a source topic that does not exist."""
     metadata = admin.list_topics(timeout=timeout_s)
     widest = 1
+    internal = set(topology.repartition_topics)  # read, but owned: created below
     for topic in topology.topics_read:
+        if topic in internal:
+            continue
         meta = metadata.topics.get(topic)
         if meta is None or meta.error is not None:
             raise MissingTopicError(

@@ -23,12 +23,14 @@ like Kafka Streams' ``Topology`` API.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from streams.envelope import Envelope
 from streams.topology.errors import TopologyError, TopologyValidationError
-from streams.topology.names import Owned, TopicRef
+from streams.topology.names import Owned, TopicRef, owned
 from streams.topology.nodes import (
+    ANY_TYPE,
     DEFAULT_OUTPUT,
     Edge,
     Node,
@@ -58,12 +60,15 @@ class TopologyBuilder:
         retry: RetryArg = None,
         description: str = "",
         processing_guarantee: str = "at_least_once",
+        repartition: bool = True,
     ) -> None:
         self.app_id = app_id
         self.on_error = as_policy(on_error)
         self.retry = as_retry(retry)
         self.description = description
         self.processing_guarantee = processing_guarantee
+        # Keyed state after a rekey reads through a repartition topic (see _repartition).
+        self.repartition = repartition
         self._nodes: dict[str, Node] = {}
         self._stores: dict[str, StoreSpec] = {}
         self._problems: list[str] = []
@@ -153,6 +158,7 @@ class TopologyBuilder:
             from streams.schemas import default_catalog  # noqa: PLC0415 - only when needed
 
             catalog = default_catalog()
+        self._repartition()
         topology = Topology(
             self.app_id,
             self._nodes,
@@ -168,6 +174,48 @@ class TopologyBuilder:
         return topology
 
     # -- internals -----------------------------------------------------------------------
+    def _repartition(self) -> None:
+        """Put a repartition topic in front of each step that keeps state by key after a
+        rekey, as Kafka Streams does: a store partition holds the keys of its input
+        partition, and a rekeyed record is still on its old key's partition.
+
+        The step then reads ``<app>-<step>-repartition`` (a sink writing the rekeyed
+        envelopes, keyed by the new key, and a source reading them back; the runtime
+        creates it with the input's partition count), so each new key's records meet its
+        state, in order from the rekey on. Steps that keep state by key: dedup steps, and
+        processors in a topology that declares stores. Done once, at build."""
+        keyed = [
+            node
+            for node in self._nodes.values()
+            if isinstance(node, StepNode)
+            and (node.kind is StepKind.DEDUP or (node.kind is StepKind.PROCESS and self._stores))
+            and any(self._rekeyed(edge.node, set()) for edge in node.parents)
+        ]
+        for node in keyed:
+            if not self.repartition:
+                self._problems.append(
+                    f"step {node.name!r} keeps state by key after a rekey, and repartitioning "
+                    "is off: its state would be read on the old key's partition "
+                    "(TopologyBuilder(repartition=True), the default, fixes it)"
+                )
+                continue
+            topic = owned(f"{node.name}-repartition")
+            sink = self._unique(f"{node.name}-repartition-sink")
+            self._add(SinkNode(sink, topic, ANY_TYPE, 0, node.parents))
+            source = self._unique(f"{node.name}-repartition-source")
+            self._add(SourceNode(source, topic, ANY_TYPE, 0))
+            self._nodes[node.name] = replace(node, parents=(Edge(source),))
+
+    def _rekeyed(self, name: str, seen: set[str]) -> bool:
+        """Whether a record reaching ``name`` may have been rekeyed since its source."""
+        node = self._nodes.get(name)
+        if node is None or name in seen or isinstance(node, SourceNode):
+            return False  # an unknown node or a cycle is reported by validation
+        seen.add(name)
+        if isinstance(node, StepNode) and node.kind is StepKind.REKEY:
+            return True
+        return any(self._rekeyed(edge.node, seen) for edge in node.parents)
+
     def _add(self, node: Node) -> None:
         if node.name in self._nodes:
             self._problems.append(f"two nodes are named {node.name!r}")

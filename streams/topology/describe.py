@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from streams.failures.policy import RetryPolicy
 from streams.failures.topics import FailureTopics
-from streams.topology.nodes import DEFAULT_OUTPUT, Node, SinkNode, SourceNode, StepNode
+from streams.topology.nodes import ANY_TYPE, DEFAULT_OUTPUT, Node, SinkNode, SourceNode, StepNode
 from streams.topology.topology import Topology
 
 
 def _what(t: Topology, node: Node) -> str:
-    if isinstance(node, SourceNode):
-        return (
-            f"Source: {node.name} (topic: {t.topic(node.topic)}, reads {node.type}@{node.version})"
+    if isinstance(node, SourceNode | SinkNode):
+        role, verb = ("Source", "reads") if isinstance(node, SourceNode) else ("Sink", "writes")
+        what = (
+            "repartition: any envelope, by its new key"
+            if node.type == ANY_TYPE
+            else f"{verb} {node.type}@{node.version}"
         )
-    if isinstance(node, SinkNode):
-        return (
-            f"Sink: {node.name} (topic: {t.topic(node.topic)}, writes {node.type}@{node.version})"
-        )
+        return f"{role}: {node.name} (topic: {t.topic(node.topic)}, {what})"
     fn = node.describe_fn()
     detail = f"{node.kind}{', ' + fn if fn and fn != node.name else ''}"
     if node.dedup is not None:

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from streams.topology.stores import DedupSpec
 
 DEFAULT_OUTPUT = "out"
+ANY_TYPE = "*"
+"""The type of a repartition topic's sink and source: envelopes of any type pass through
+unchanged (written and read as they are, at the version they carry)."""
 
 
 class StepKind(StrEnum):

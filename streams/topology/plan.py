@@ -28,7 +28,7 @@ from streams.envelope import Envelope
 from streams.state.dedup import Dedup
 from streams.topology.context import Current, ProcessorContext
 from streams.topology.errors import TopologyError
-from streams.topology.nodes import SinkNode, SourceNode, StepKind, StepNode
+from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.policy import StepFailed
 from streams.topology.topology import Topology
 
@@ -110,9 +110,10 @@ class Plan:
         topic = self.topology.topic(node.topic)
         emit = self._emit
         want_type, want_version, name = node.type, node.version, node.name
+        any_type = want_type == ANY_TYPE  # a repartition topic's: written as it is
 
         def sink(env: Envelope) -> None:
-            if env.type != want_type or env.version != want_version:
+            if not any_type and (env.type != want_type or env.version != want_version):
                 err = SinkTypeError(
                     f"sink {name!r} writes {want_type}@{want_version} to {topic!r}, "
                     f"got an envelope of {env.type}@{env.version}"

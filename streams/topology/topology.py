@@ -9,7 +9,7 @@ from streams.failures.policy import RetryPolicy
 from streams.state.changelog import changelog_topic
 from streams.topology.errors import TopologyError
 from streams.topology.names import Owned, TopicRef, check_app_id, resolve_topic
-from streams.topology.nodes import Node, SinkNode, SourceNode, StepNode
+from streams.topology.nodes import ANY_TYPE, Node, SinkNode, SourceNode, StepNode
 from streams.topology.policy import ErrorPolicy
 from streams.topology.stores import StoreSpec, store_source
 
@@ -19,7 +19,7 @@ class OwnedTopic:
     """A topic the app owns and creates when missing; ``purpose`` says what it holds."""
 
     name: str
-    purpose: str  # "output" today; "changelog", "retry", "dlq" later
+    purpose: str  # "output" or "repartition"
     config: Mapping[str, str]
 
 
@@ -120,7 +120,13 @@ class Topology:
 
     @property
     def topics_written(self) -> list[str]:
-        return _unique(self.topic(s.topic) for s in self.sinks)
+        """The output topics (not the repartition topics the topology reads back)."""
+        return _unique(self.topic(s.topic) for s in self.sinks if s.type != ANY_TYPE)
+
+    @property
+    def repartition_topics(self) -> list[str]:
+        """``<app>-<step>-repartition`` of each step that keeps state after a rekey."""
+        return _unique(self.topic(s.topic) for s in self.sinks if s.type == ANY_TYPE)
 
     @property
     def owned_topics(self) -> list[OwnedTopic]:
@@ -129,7 +135,8 @@ class Topology:
         for sink in self.sinks:
             if isinstance(sink.topic, Owned):
                 name = self.topic(sink.topic)
-                seen.setdefault(name, OwnedTopic(name, "output", {}))
+                purpose = "repartition" if sink.type == ANY_TYPE else "output"
+                seen.setdefault(name, OwnedTopic(name, purpose, {}))
         return list(seen.values())
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from streams.topology.names import check_app_id, check_topic
-from streams.topology.nodes import SinkNode, SourceNode, StepKind, StepNode
+from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.stores import store_problems
 from streams.topology.topology import Topology
 
@@ -100,7 +100,7 @@ def _topics(t: Topology) -> list[str]:
         bad = check_topic(topic)
         if bad:
             out.append(f"sink {sink.name!r}: {bad}")
-        if topic in read:
+        if topic in read and sink.type != ANY_TYPE:  # a repartition topic is read back
             out.append(
                 f"cycle through topic {topic!r}: sink {sink.name!r} writes the topic "
                 f"source {read[topic]!r} reads"
@@ -138,6 +138,7 @@ def _dead_ends(t: Topology) -> list[str]:
 def _schemas(t: Topology, catalog: CatalogLike) -> list[str]:
     out = []
     nodes: list[SourceNode | SinkNode] = [*t.sources, *t.sinks]
+    nodes = [n for n in nodes if n.type != ANY_TYPE]  # repartition topics carry any type
     for node in nodes:
         if catalog.has(node.type, node.version):
             continue
