@@ -23,3 +23,8 @@ class FailureHeaderError(FailureRoutingError):
 
 class DlqError(FailureRoutingError):
     """A dead-letter topic cannot be read or replayed (missing topic, bad selection)."""
+
+
+class CrashLoopError(StreamsError):
+    """The record was in hand each time the process died, the crash guard's limit of times
+    in a row (``streams.pipeline.crash_guard``): dead-lettered, never retried."""

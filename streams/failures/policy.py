@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Any
 
 from streams.codec.errors import DecodeError
-from streams.failures.errors import RetryPolicyError
+from streams.failures.errors import CrashLoopError, RetryPolicyError
 
 
 class Verdict(Enum):
@@ -89,8 +89,9 @@ class RetryPolicy:
     attempts than tiers the last tier is used again. ``ordered`` keeps per-key order
     through retries (later records of a key wait behind a retrying one).
 
-    Classification, first match wins: decoding errors (``streams.codec.DecodeError``) and
-    ``non_retryable`` types go to the DLQ; then ``classify`` (if it returns a verdict);
+    Classification, first match wins: decoding errors (``streams.codec.DecodeError``), a
+    record the crash guard condemned (``CrashLoopError``) and ``non_retryable`` types go to
+    the DLQ; then ``classify`` (if it returns a verdict);
     otherwise the record is retried.
     """
 
@@ -162,7 +163,7 @@ class RetryPolicy:
 
     def verdict(self, exc: BaseException) -> Verdict:
         """Retry or dead-letter ``exc``, regardless of attempts (see the class docstring)."""
-        if isinstance(exc, (DecodeError, *self.non_retryable)):
+        if isinstance(exc, (DecodeError, CrashLoopError, *self.non_retryable)):
             return Verdict.DEAD_LETTER
         if self.classify is not None:
             decided = self.classify(exc)

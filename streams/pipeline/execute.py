@@ -25,13 +25,14 @@ from typing import NamedTuple
 from streams.codec import Codec, DecodeError
 from streams.envelope import Envelope
 from streams.failures.headers import Stage
+from streams.pipeline.crash_guard import CrashLoopError
 from streams.pipeline.decode import Decode
 from streams.pipeline.record import Output, Record
 from streams.state import StateManager
 from streams.state.transaction import PartitionTransaction
 from streams.topology.nodes import SinkNode
 from streams.topology.plan import Plan
-from streams.topology.policy import ErrorPolicy, StepFailed
+from streams.topology.policy import ErrorPolicy, StepFailed, dead_letter
 from streams.topology.topology import Topology
 
 
@@ -77,6 +78,9 @@ class Attempt:
         self._outputs.append((topic, key, value, headers))
 
     def __call__(self, record: Record) -> AttemptFailure | None:
+        po = record.offsets
+        if po is not None and po.guard is not None and po.guard.condemned == record.offset:
+            return _condemned(record, po.guard.limit)
         try:
             env = self._decode(record)
         except DecodeError as exc:
@@ -119,3 +123,15 @@ class Attempt:
     def close(self) -> None:
         """Close the plan's class processors."""
         self.plan.close()
+
+
+CRASH_GUARD_STEP = "crash-guard"
+
+
+def _condemned(record: Record, limit: int) -> AttemptFailure:
+    """The failure of a record the crash guard condemned: to the DLQ, whatever the policy."""
+    error = CrashLoopError(
+        f"the process died {limit} times in a row with {record.topic}[{record.partition}]"
+        f"@{record.offset} in hand"
+    )
+    return AttemptFailure(Stage.PROCESS, CRASH_GUARD_STEP, error, dead_letter)

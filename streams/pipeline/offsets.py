@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaException, TopicPartition
 
 from streams.coordinates import TP
+from streams.pipeline.crash_guard import GuardedPartition
 from streams.pipeline.errors import RuntimeFailure, transient, unavailable
 from streams.pipeline.record import Record
 from streams.pipeline.step import Forward, Step
@@ -34,13 +35,15 @@ class PartitionOffsets:
     """One assigned partition: ``position`` (None until a record finished) and
     ``committed`` (the last offset committed, once known)."""
 
-    __slots__ = ("committed", "partition", "position", "topic")
+    __slots__ = ("committed", "guard", "partition", "position", "topic")
 
     def __init__(self, topic: str, partition: int, committed: int | None = None) -> None:
         self.topic = topic
         self.partition = partition
         self.position: int | None = None
         self.committed = committed
+        self.guard: GuardedPartition | None = None
+        """The crash guard, while it watches this partition (``streams.pipeline.crash_guard``)."""
 
     def pending_commit(self) -> int | None:
         """``position`` when it moved past the last commit, else None."""
@@ -163,5 +166,8 @@ class Track(Forward):
         if po is None:
             return
         record.offsets = po
+        guard = po.guard
+        if guard is not None and not guard.before(record.offset, po.committed):
+            po.guard = None  # nothing to watch on this partition any more
         self._stats.consumed += 1
         self.next.submit(record)

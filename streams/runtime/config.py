@@ -31,6 +31,9 @@ class RuntimeConfig:
     state_dir: str | None = None
     # This instance's stable name (state dir, transactional.id); None: a free local slot.
     instance_id: str | None = None
+    # A record in hand at this many process deaths in a row goes to the DLQ at the next
+    # start (``streams.pipeline.crash_guard``); 0 turns the guard off.
+    crash_limit: int = 3
     # Exactly-once: how long an open transaction of a dead instance blocks readers at most.
     transaction_timeout_ms: int = 10_000
 

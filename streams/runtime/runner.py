@@ -60,7 +60,7 @@ from streams.runtime.commit import CommitContext, make_committer
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import RecordFailed
 from streams.runtime.recovery import Recovery
-from streams.runtime.state import RuntimeState, needs_state, processing_guarantee
+from streams.runtime.state import RuntimeState, crash_guard, needs_state, processing_guarantee
 from streams.state import StateManager
 from streams.topology import Topology
 from streams.topology.policy import ProcessingError
@@ -106,6 +106,7 @@ class Runtime:
         if needs_state(topology, guarantee):
             self._state = RuntimeState.open(topology, config, clients.consumer, clock)
         state = self._state.manager if self._state is not None else None
+        self._guard = crash_guard(app, config, self._state)
         handler = failure_handler(topology, state)  # adds the waiting rooms to ``state``
         tid = None
         if guarantee == "exactly_once" and self._state is not None:
@@ -276,6 +277,9 @@ class Runtime:
     def _on_assign(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
         keys = _keys(partitions)
         self._partitions.assign(keys)
+        if self._guard is not None:
+            for po in self._partitions.of(keys):
+                po.guard = self._guard.partition(po.topic, po.partition)
         self._committer.assigned(keys)  # restores the stores (blocks)
         self.stats.partitions = len(self._partitions)
         self.stats.rebalances += 1
@@ -284,16 +288,19 @@ class Runtime:
     def _on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
         keys = _keys(partitions)
         self._committer.revoked([k for k in keys if k in self._partitions])
-        self._leave(keys)
+        self._leave(keys, clean=True)
         self._log.info("partitions revoked", partitions=_names(keys))
 
     def _on_lost(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
         keys = _keys(partitions)
         self._committer.lost([k for k in keys if k in self._partitions])
-        self._leave(keys)
+        self._leave(keys, clean=False)
         self._log.warning("partitions lost", partitions=_names(keys))
 
-    def _leave(self, keys: list[TP]) -> None:
+    def _leave(self, keys: list[TP], *, clean: bool) -> None:
+        if self._guard is not None:
+            for topic, partition in keys:
+                self._guard.released(topic, partition, clean=clean)
         self._chain.head.revoked(keys)
         self._partitions.remove(keys)
         self.stats.partitions = len(self._partitions)
@@ -345,6 +352,8 @@ class Runtime:
     def _release(self) -> None:
         self._chain.attempt.close()
         self._consumer.close()  # leaves the group: the revoke callback commits again
+        if self._guard is not None:
+            self._guard.close()  # an orderly end: no partition died with a record in hand
         self._committer.close()
         if self._state is not None:
             self._state.close()  # stores closed, local copies kept; slot released

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.config import client_config, state_root
+from streams.pipeline.crash_guard import CrashGuard
 from streams.pipeline.errors import RuntimeFailure
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.slot import InstanceSlot
@@ -134,3 +135,19 @@ class RuntimeState:
             self._progress = None
         if self.slot is not None:
             self.slot.close()
+
+
+def crash_guard(
+    app_id: str, config: RuntimeConfig, state: RuntimeState | None
+) -> CrashGuard | None:
+    """The instance's crash guard: its files in the slot's directory (or, for an app
+    without state, ``<state dir>/<app>/crash-guard``); None in memory or with
+    ``crash_limit=0``."""
+    if config.crash_limit <= 0 or config.state_dir == IN_MEMORY:
+        return None
+    if state is not None and state.slot is not None:
+        directory = state.slot.state_dir / "crash-guard"
+    else:
+        root = Path(config.state_dir) if config.state_dir else default_state_dir()
+        directory = root / app_id / "crash-guard"
+    return CrashGuard(directory, config.crash_limit)
