@@ -62,6 +62,9 @@ InstanceIdOpt = typer.Option(
 ConnectTimeoutOpt = typer.Option(
     10.0, "--connect-timeout", min=0.5, help="Seconds to wait for the cluster at start."
 )
+StallOpt = typer.Option(
+    30.0, "--stall-warning", min=0, help="Warn when one record is in hand this long (0: never)."
+)
 StatusOpt = typer.Option(
     None, "--status/--no-status", help="Live status line (default: when stderr is a terminal)."
 )
@@ -81,6 +84,7 @@ def run(  # noqa: PLR0917 - a command's options
     instance_id: str | None = InstanceIdOpt,
     config_file: Path | None = ConfigFileOpt,
     connect_timeout: float = ConnectTimeoutOpt,
+    stall_warning: float = StallOpt,
 ) -> None:
     """Run a topology: consume its sources, process, write its sinks, commit (at-least-once;
     exactly-once with --guarantee exactly_once or the topology's processing_guarantee)."""
@@ -92,6 +96,7 @@ def run(  # noqa: PLR0917 - a command's options
         args += ["--guarantee", guarantee] if guarantee else []
         args += ["--state-dir", state_dir] if state_dir else []
         args += ["--config", str(config_file)] if config_file else []
+        args += ["--connect-timeout", str(connect_timeout), "--stall-warning", str(stall_warning)]
         raise typer.Exit(_supervise(args, instances))
     settings = client_settings(config_file, client)
     shared, consumer, producer = split_client_overrides(settings)
@@ -106,6 +111,7 @@ def run(  # noqa: PLR0917 - a command's options
         processing_guarantee=guarantee,
         state_dir=state_dir,
         instance_id=instance_id,
+        stall_warning_s=stall_warning,
     )
     run_instance(topology, config, live=status)
 

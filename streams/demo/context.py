@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from rich.console import Console
+from rich.text import Text
 
 
 @dataclass
@@ -24,10 +25,15 @@ class DemoContext:
     def say(self, title: str, text: str) -> None:
         """Print one numbered step line: ``<n>. <title>: <text>``."""
         self._step += 1
-        self.console.print(f"[bold]{self._step}. {title}[/]: {text}")
+        self.console.print(step_line(self._step, title, text))
 
     def topic(self, name: str) -> str:
         """A topic name unique to this run, deleted after the demo."""
         full = f"demo-{self.run_id}-{name}"
         self.topics.append(full)
         return full
+
+
+def step_line(step: int, title: str, text: str) -> Text:
+    """``<n>. <title>: <text>``, the title in bold; nothing read as markup."""
+    return Text.assemble((f"{step}. {title}", "bold"), f": {text}")

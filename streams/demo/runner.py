@@ -16,11 +16,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.text import Text
 
 from streams.admin import admin_client, delete_topics
 from streams.broker import LocalBroker
 from streams.config import external_bootstrap
-from streams.demo.context import DemoContext
+from streams.demo.context import DemoContext, step_line
 from streams.demo.failures import step_failures
 from streams.demo.replay import step_replay
 from streams.demo.round_trip import step_round_trip
@@ -46,15 +47,19 @@ def step_broker(console: Console) -> str:
     """Step 1: the bootstrap servers, starting the local broker when none are given."""
     external = external_bootstrap()
     if external:
-        console.print(f"[bold]1. broker[/]: using KAFKA_BOOTSTRAP_SERVERS={external}")
+        console.print(step_line(1, "broker", f"using KAFKA_BOOTSTRAP_SERVERS={external}"))
         return external
     broker = LocalBroker()
     with console.status("starting the local Apache Kafka broker"):
         result = broker.up()
     how = "already running" if result.already_running else f"started in {result.seconds:.1f} s"
     console.print(
-        f"[bold]1. broker[/]: Apache Kafka {broker.version} at {broker.bootstrap} ({how}); "
-        "`streams broker down` stops it"
+        step_line(
+            1,
+            "broker",
+            f"Apache Kafka {broker.version} at {broker.bootstrap} ({how}); "
+            "`streams broker down` stops it",
+        )
     )
     return broker.bootstrap
 
@@ -83,4 +88,4 @@ def run_demo(console: Console | None = None) -> None:
                 step(ctx)
     finally:
         delete_topics(admin_client(bootstrap), ctx.topics)
-    console.print("[bold green]demo done[/]")
+    console.print(Text("demo done", style="bold green"))

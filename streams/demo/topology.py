@@ -1,6 +1,7 @@
 """The topology step of the demo: the orders example (``topology/orders.py``) on the broker.
 
-Produces 300 ``order.placed`` envelopes to a 4-partition topic, runs the example topology
+Produces 300 ``order.placed`` envelopes and one garbage record (dead-lettered by default)
+to a 4-partition topic, runs the example topology
 on a thread until every order is routed to ``<app>-accepted`` or ``<app>-rejected`` (60 s
 at most), and counts the rejections by reason. Then pipes the same orders through the
 ``TestDriver`` (the same runtime on in-memory clients) and checks it predicted the broker's
@@ -10,6 +11,7 @@ when the driver and the broker disagree.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from typing import Any, cast
@@ -24,7 +26,7 @@ from streams.runtime import RuntimeConfig
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing import TestDriver
-from streams.testing.produce import produce_envelopes
+from streams.testing.produce import produce_envelopes, produce_records
 from streams.testing.wait import TopicReader
 from streams.topology import load_topology
 from streams.topology.loader import import_file
@@ -41,19 +43,27 @@ def step_topology(ctx: DemoContext, count: int = 300) -> None:
     codec = AvroCodec(default_catalog())
     placed = list(import_file(orders).sample_orders(count))
     produce_envelopes(ctx.bootstrap, source, placed, codec)
+    # and one record that is no envelope: no policy needed, it goes to the DLQ
+    produce_records(ctx.bootstrap, source, [(b"c-garbage", b"\x00garbage", None)])
+    dlq = f"{topology.app_id}-{source}-dlq"
+    ctx.topics.append(dlq)
     prepare_topics(admin, topology)
 
     accepted_topic, rejected_topic = topology.topics_written
     start = time.perf_counter()
     with (
-        running(topology, RuntimeConfig(bootstrap=ctx.bootstrap)),
+        # ERROR: the dead letter's WARNING is this step's own line below
+        running(topology, RuntimeConfig(bootstrap=ctx.bootstrap), quiet_below=logging.ERROR),
         TopicReader(ctx.bootstrap, accepted_topic) as accepted_reader,
         TopicReader(ctx.bootstrap, rejected_topic) as rejected_reader,
+        TopicReader(ctx.bootstrap, dlq) as dlq_reader,
     ):
         readers = (accepted_reader, rejected_reader)
         deadline = time.monotonic() + 60
-        while sum(len(r.records) for r in readers) < count and time.monotonic() < deadline:
-            for r in readers:
+        while (
+            sum(len(r.records) for r in readers) < count or not dlq_reader.records
+        ) and time.monotonic() < deadline:
+            for r in (*readers, dlq_reader):
                 r.poll(0.2)
         elapsed = time.perf_counter() - start
         on_kafka = {
@@ -66,7 +76,8 @@ def step_topology(ctx: DemoContext, count: int = 300) -> None:
     ctx.say(
         "topology",
         f"`streams run topology/orders.py`: {count} orders -> {accepted} accepted, "
-        f"{rejected} rejected ({why}) in {elapsed:.1f} s",
+        f"{rejected} rejected ({why}) in {elapsed:.1f} s; the garbage record among them "
+        f"went to {dlq} ({len(dlq_reader.records)}) without any retry policy",
     )
     if accepted + rejected != count:
         raise RuntimeError(f"the orders topology routed {accepted + rejected} of {count} orders")

@@ -34,6 +34,8 @@ class RuntimeConfig:
     # A record in hand at this many process deaths in a row goes to the DLQ at the next
     # start (``streams.pipeline.crash_guard``); 0 turns the guard off.
     crash_limit: int = 3
+    # A record in hand this long is reported (one WARNING with its coordinates); 0: never.
+    stall_warning_s: float = 30.0
     # Exactly-once: how long an open transaction of a dead instance blocks readers at most.
     transaction_timeout_ms: int = 10_000
 

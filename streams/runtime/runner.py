@@ -60,6 +60,7 @@ from streams.runtime.commit import CommitContext, make_committer
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import RecordFailed
 from streams.runtime.recovery import Recovery
+from streams.runtime.stall import StallWatch
 from streams.runtime.state import RuntimeState, crash_guard, needs_state, processing_guarantee
 from streams.state import StateManager
 from streams.topology import Topology
@@ -149,6 +150,7 @@ class Runtime:
             on_skip=on_skip,
             intake=intake,
         )
+        self._stall = StallWatch(self._chain.attempt.plan.current, config.stall_warning_s, log)
         self._recovery = Recovery(
             consumer=consumer,
             committer=committer,
@@ -180,6 +182,7 @@ class Runtime:
         """Consume, process and commit until stopped. Raises RuntimeFailure on failure."""
         self.start()
         failure: BaseException | None = None
+        self._stall.start()
         try:
             while not self._stopping:
                 try:
@@ -197,6 +200,7 @@ class Runtime:
             failure = exc
             raise
         finally:
+            self._stall.stop()
             self.close(failure)
 
     def start(self) -> None:
