@@ -34,7 +34,7 @@ from streams.failures.headers import Stage
 from streams.failures.metrics import FailureMetrics
 from streams.failures.parked import ParkedRecord, TransactionWaitingStore
 from streams.failures.policy import RetryPolicy
-from streams.failures.routing import FailureRouter
+from streams.failures.routing import FailureRouter, Route
 from streams.failures.topics import FailureTopics
 from streams.failures.waiting import waiting_store_name
 from streams.logs import Logger
@@ -54,6 +54,19 @@ from streams.topology.policy import default as default_policy
 from streams.topology.topology import Topology
 
 OnSkip = Callable[[ProcessingFailure], None]
+
+
+def write_route(sink: OutputSink, route: Route) -> None:
+    """Queue a failed record's copy where its route says (a retry tier or the DLQ): the
+    record as read, its partition and timestamp kept, error headers added."""
+    sink.send(
+        route.topic,
+        key=route.key,
+        value=route.value,
+        headers=route.headers,
+        partition=route.partition,
+        timestamp=route.timestamp,
+    )
 
 
 def _failure(record: Record, failed: AttemptFailure) -> ProcessingFailure:
@@ -122,14 +135,7 @@ class StopSkipOrDeadLetter(Forward):
         if action is ErrorAction.DLQ:
             now = datetime.fromtimestamp(self._clock(), UTC)
             route = self._router.route(record, error, stage=failed.stage, step=failed.step, now=now)
-            self._sink.send(
-                route.topic,
-                key=route.key,
-                value=route.value,
-                headers=route.headers,
-                partition=route.partition,
-                timestamp=route.timestamp,
-            )
+            write_route(self._sink, route)
             self._metrics.routed(route)  # counted and logged (one WARNING)
             self._stats.failures = self._metrics.snapshot()
             return
@@ -193,14 +199,7 @@ class RetryOrDeadLetter(Forward):
             route, released = handler.on_failure(
                 record, failed.error, stage=failed.stage, step=failed.step, policy=policy, now=now
             )
-            self._sink.send(
-                route.topic,
-                key=route.key,
-                value=route.value,
-                headers=route.headers,
-                partition=route.partition,
-                timestamp=route.timestamp,
-            )
+            write_route(self._sink, route)
             self._stats.failures = handler.metrics.snapshot()
         self.next.submit(record)
         return Record.released(released) if released is not None else None

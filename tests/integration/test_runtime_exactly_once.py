@@ -68,6 +68,28 @@ def caught_up(bootstrap: str, group: str, topic: str) -> bool:
     return all(committed[p] == ends[p] for p in range(PARTITIONS))
 
 
+def start_mirror(
+    bootstrap: str, topic: str, app_id: str, tmp_path: Path, name: str, *args: str
+) -> subprocess.Popen[bytes]:
+    """An exactly-once mirror instance with its own state dir and log, ``tmp_path/name``."""
+    cmd = [
+        sys.executable, "-m", "streams", "run", str(MIRROR), "--app-id", app_id,
+        "--set", f"input={topic}", "--bootstrap", bootstrap, "--no-status",
+        "--guarantee", "exactly_once", "--state-dir", str(tmp_path / name),
+        *FAST_REBALANCE, *args,
+    ]  # fmt: skip
+    with open(tmp_path / f"{name}.log", "ab") as log:
+        return subprocess.Popen(
+            cmd, stdout=log, stderr=log, env={**os.environ, "STREAMS_LOG_JSON": "1"}
+        )
+
+
+def assert_each_once(records: Sequence[Message], sent: Sequence[Envelope]) -> None:
+    seen = Counter(ce_id(m.headers()) for m in records)  # type: ignore[arg-type]
+    assert set(seen) == {env.id for env in sent}
+    assert [i for i, n in seen.items() if n > 1] == []
+
+
 def test_sigkill_twice_mid_stream_leaves_every_input_exactly_once_in_read_committed_output(
     kafka_bootstrap: str, make_topic: TopicFactory, tmp_path: Path
 ) -> None:
@@ -125,10 +147,8 @@ def test_sigkill_twice_mid_stream_leaves_every_input_exactly_once_in_read_commit
                 p.kill()
                 p.wait()
 
-    seen = Counter(ce_id(m.headers()) for m in reader.records)  # type: ignore[arg-type]
     assert len(procs) == 3
-    assert set(seen) == {env.id for env in sent}
-    assert [i for i, n in seen.items() if n > 1] == []
+    assert_each_once(reader.records, sent)
     assert len(reader.records) == TOTAL
 
 
@@ -142,16 +162,7 @@ def test_an_instance_fenced_by_a_newer_one_with_its_id_stops_and_nothing_is_dupl
     first, second = sent[:2_000], sent[2_000:]
 
     def start(state: str) -> subprocess.Popen[bytes]:
-        cmd = [
-            sys.executable, "-m", "streams", "run", str(MIRROR), "--app-id", app_id,
-            "--set", f"input={topic}", "--bootstrap", kafka_bootstrap, "--no-status",
-            "--guarantee", "exactly_once", "--instance-id", "a",
-            "--state-dir", str(tmp_path / state), *FAST_REBALANCE,
-        ]  # fmt: skip
-        with open(tmp_path / f"{state}.log", "ab") as log:
-            return subprocess.Popen(
-                cmd, stdout=log, stderr=log, env={**os.environ, "STREAMS_LOG_JSON": "1"}
-            )
+        return start_mirror(kafka_bootstrap, topic, app_id, tmp_path, state, "--instance-id", "a")
 
     reader = TopicReader(
         kafka_bootstrap, f"{app_id}-mirror", config={"isolation.level": "read_committed"}
@@ -184,9 +195,7 @@ def test_an_instance_fenced_by_a_newer_one_with_its_id_stops_and_nothing_is_dupl
                 proc.kill()
                 proc.wait()
     assert "fenced" in (tmp_path / "old.log").read_text().lower()
-    seen = Counter(ce_id(m.headers()) for m in reader.records)  # type: ignore[arg-type]
-    assert set(seen) == {env.id for env in sent}
-    assert [i for i, n in seen.items() if n > 1] == []
+    assert_each_once(reader.records, sent)
 
 
 def test_two_machines_without_instance_ids_share_the_work_exactly_once_through_a_sigkill(
@@ -201,16 +210,7 @@ def test_two_machines_without_instance_ids_share_the_work_exactly_once_through_a
     def start(machine: str) -> subprocess.Popen[bytes]:
         # each "machine" has its own state dir, so both claim slot 0: before slot tokens,
         # both took transactional.id <app>-0 and one fenced the other
-        cmd = [
-            sys.executable, "-m", "streams", "run", str(MIRROR), "--app-id", app_id,
-            "--set", f"input={topic}", "--bootstrap", kafka_bootstrap, "--no-status",
-            "--guarantee", "exactly_once", "--state-dir", str(tmp_path / machine),
-            *FAST_REBALANCE,
-        ]  # fmt: skip
-        with open(tmp_path / f"{machine}.log", "ab") as log:
-            return subprocess.Popen(
-                cmd, stdout=log, stderr=log, env={**os.environ, "STREAMS_LOG_JSON": "1"}
-            )
+        return start_mirror(kafka_bootstrap, topic, app_id, tmp_path, machine)
 
     reader = TopicReader(
         kafka_bootstrap, f"{app_id}-mirror", config={"isolation.level": "read_committed"}
@@ -238,7 +238,4 @@ def test_two_machines_without_instance_ids_share_the_work_exactly_once_through_a
             if p.poll() is None:
                 p.kill()
                 p.wait()
-
-    seen = Counter(ce_id(m.headers()) for m in reader.records)  # type: ignore[arg-type]
-    assert set(seen) == {env.id for env in sent}
-    assert [i for i, n in seen.items() if n > 1] == []
+    assert_each_once(reader.records, sent)
