@@ -20,7 +20,9 @@ from streams.broker.local import DEFAULT_PORT
 from streams.cli._common import ConfigFileOpt
 from streams.cli.describe import AppIdOpt, FileArg, SetOpt, parse_params
 from streams.config import BOOTSTRAP_ENV, client_settings
+from streams.logs import get_logger
 from streams.replay import Cluster
+from streams.replay.errors import ClusterError, ClusterRefusedError
 from streams.runtime import RuntimeConfig
 from streams.runtime.config import split_client_overrides
 from streams.runtime.instance import run_instance
@@ -65,6 +67,11 @@ ConnectTimeoutOpt = typer.Option(
 StallOpt = typer.Option(
     30.0, "--stall-warning", min=0, help="Warn when one record is in hand this long (0: never)."
 )
+WaitOpt = typer.Option(
+    False,
+    "--wait-for-broker",
+    help="Wait (one WARNING) for a cluster that is not up yet, instead of failing.",
+)
 StatusOpt = typer.Option(
     None, "--status/--no-status", help="Live status line (default: when stderr is a terminal)."
 )
@@ -85,6 +92,7 @@ def run(  # noqa: PLR0917 - a command's options
     config_file: Path | None = ConfigFileOpt,
     connect_timeout: float = ConnectTimeoutOpt,
     stall_warning: float = StallOpt,
+    wait_for_broker: bool = WaitOpt,
 ) -> None:
     """Run a topology: consume its sources, process, write its sinks, commit (at-least-once;
     exactly-once with --guarantee exactly_once or the topology's processing_guarantee)."""
@@ -97,11 +105,11 @@ def run(  # noqa: PLR0917 - a command's options
         args += ["--state-dir", state_dir] if state_dir else []
         args += ["--config", str(config_file)] if config_file else []
         args += ["--connect-timeout", str(connect_timeout), "--stall-warning", str(stall_warning)]
+        args += ["--wait-for-broker"] if wait_for_broker else []
         raise typer.Exit(_supervise(args, instances))
     settings = client_settings(config_file, client)
     shared, consumer, producer = split_client_overrides(settings)
-    # One line, not a stack trace after 30 s, for a cluster that is away or refuses us.
-    Cluster(bootstrap, connect_timeout, {**shared, **consumer}).check()
+    _reach(bootstrap, {**shared, **consumer}, connect_timeout, wait=wait_for_broker)
     config = RuntimeConfig(
         bootstrap=bootstrap,
         batch_size=batch_size,
@@ -114,6 +122,25 @@ def run(  # noqa: PLR0917 - a command's options
         stall_warning_s=stall_warning,
     )
     run_instance(topology, config, live=status)
+
+
+def _reach(bootstrap: str, settings: dict[str, str], timeout: float, *, wait: bool) -> None:
+    """Check the cluster answers before anything starts: one error line (not a stack
+    trace after 30 s) when it is away, or, with ``wait``, one WARNING and a wait for it.
+    A cluster that refuses us (credentials, TLS) fails at once: waiting would not help."""
+    warned = False
+    while True:
+        try:
+            Cluster(bootstrap, timeout, settings).check()
+            return
+        except ClusterRefusedError:
+            raise
+        except ClusterError as exc:
+            if not wait:
+                raise
+            if not warned:
+                get_logger("streams.run").warning("waiting for the cluster", error=str(exc))
+                warned = True
 
 
 def _supervise(args: list[str], instances: int) -> int:

@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-d
 
 from streams.config import client_config, external_bootstrap
 from streams.coordinates import TP
-from streams.replay.errors import ClusterError, UnknownTopicError
+from streams.replay.errors import ClusterError, ClusterRefusedError, UnknownTopicError
 from streams.replay.positions import TopicSelection
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -184,7 +184,9 @@ class Cluster:
         doing = f" ({what})" if what else ""
         self.admin.poll(0)  # serves the error callbacks: the refusal, if there was one
         if self._refused.reason is not None:
-            return ClusterError(f"Kafka at {self.bootstrap} refused us: {self._refused.reason}")
+            return ClusterRefusedError(
+                f"Kafka at {self.bootstrap} refused us: {self._refused.reason}"
+            )
         return ClusterError(
             f"cannot reach Kafka at {self.bootstrap} within {self.timeout:g} s{doing}"
         )

@@ -33,6 +33,11 @@ class ClusterError(ReplayError):
     """The cluster could not be reached, or refused a request, within the timeout."""
 
 
+class ClusterRefusedError(ClusterError):
+    """The cluster answered and refused us: wrong credentials, a failed TLS handshake, no
+    permission. Waiting does not help."""
+
+
 class CopyError(ReplayError):
     """Some copied records were not acknowledged by the target topic."""
 

@@ -147,3 +147,39 @@ def test_the_instance_recovers_when_the_broker_returns(
     assert log_text().count(OUTAGE) == 1  # once per outage, not per record
     if guarantee == "exactly_once":
         assert [i for i, n in seen.items() if n > 1] == []
+
+
+def test_a_cluster_not_up_yet_fails_in_one_line_or_is_waited_for(tmp_path: Path) -> None:
+    port = free_port()
+    bootstrap = f"127.0.0.1:{port}"
+    cmd = [
+        sys.executable, "-m", "streams", "run", str(MIRROR), "--set", "input=later",
+        "--bootstrap", bootstrap, "--no-status", "--connect-timeout", "1",
+        "--state-dir", str(tmp_path / "state"),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"error: cannot reach Kafka at {bootstrap} within 1 s"
+
+    # the cluster of the next run, with its topic, down while the instance starts
+    broker = LocalBroker(port=port, data_dir=tmp_path / "kafka", heap="512m")
+    with broker:
+        create_topic(admin_client(broker.bootstrap), "later", partitions=1)
+    env = {**os.environ, "STREAMS_LOG_JSON": "1"}
+    log = tmp_path / "waiting.log"
+    with open(log, "wb") as out:
+        waiting = subprocess.Popen([*cmd, "--wait-for-broker"], stdout=out, stderr=out, env=env)
+    try:
+        wait_until(lambda: "waiting for the cluster" in log.read_text(), 60, what="the warning")
+        assert waiting.poll() is None
+        broker.up()
+        wait_until(lambda: '"event": "started"' in log.read_text(), 90, what="the start")
+        waiting.send_signal(signal.SIGTERM)
+        assert waiting.wait(60) == 0
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.wait()
+        broker.down()
+    text = log.read_text()
+    assert text.count("waiting for the cluster") == 1 and "%3|" not in text
