@@ -7,7 +7,7 @@ envelope's ``key`` (its partition key), like the runtime writes them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, Message, Producer
@@ -40,12 +40,14 @@ def produce_records(
     *,
     partition: int | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    config: Mapping[str, Any] | None = None,
 ) -> int:
     """Write ``(key, value, headers)`` records to ``topic`` and wait for every ack.
 
     Returns the number written. Blocks until all are acknowledged (idempotent producer,
     ``acks=all``: in order, no duplicates); raises ``ProduceError`` naming the first
-    failure, or when acks do not arrive within ``timeout`` seconds.
+    failure, or when acks do not arrive within ``timeout`` seconds. ``config``: client
+    settings (a secured cluster's, say).
     """
     # Quiet: failures reach the caller as ProduceError; librdkafka's own log would only
     # repeat them, and keep logging reconnects if the broker goes away before this
@@ -59,6 +61,7 @@ def produce_records(
             # Java's default partitioner for keyed records, as the runtime's producer and
             # the TestDriver: a key lands on the same partition whoever writes it.
             "partitioner": "murmur2_random",
+            **(config or {}),
         }
     )
     errors: list[KafkaError] = []
@@ -98,16 +101,17 @@ def produce_envelopes(
     codec: EnvelopeEncoder,
     *,
     timeout: float = DEFAULT_TIMEOUT,
+    config: Mapping[str, Any] | None = None,
 ) -> list[Envelope]:
     """Encode ``envelopes`` with ``codec`` and write them to ``topic``, keyed by ``env.key``.
 
     Blocks until every record is acknowledged; returns the envelopes written (so a test
     can compare them with what comes out). Encoding errors propagate before anything
-    is written.
+    is written. ``config``: client settings, as for ``produce_records``.
     """
     envs = list(envelopes)
     encoded = [(env.key, *codec.encode(env)) for env in envs]
-    produce_records(bootstrap, topic, encoded, timeout=timeout)
+    produce_records(bootstrap, topic, encoded, timeout=timeout, config=config)
     return envs
 
 

@@ -14,14 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
 
 from streams.admin import admin_client, create_topic
 from streams.broker.local import LocalBroker, free_port
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.schemas import default_catalog
-from streams.testing import wait_until
+from streams.testing import TopicReader, produce_envelopes, wait_until
 from streams.testing.topics import unique_topic_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,11 +79,7 @@ def test_every_command_works_with_credentials_from_a_file(
     topic = unique_topic_name("secured-in")
     app_id = unique_topic_name("secured-app")
     create_topic(admin_client(bootstrap, GOOD), topic, partitions=2)
-    producer = Producer({"bootstrap.servers": bootstrap, **GOOD})
-    for n in range(20):
-        value, headers = CODEC.encode(order(n))
-        producer.produce(topic, value, b"c", headers=headers)  # type: ignore[arg-type]
-    assert producer.flush(30) == 0
+    produce_envelopes(bootstrap, topic, [order(n) for n in range(20)], CODEC, config=GOOD)
 
     run = subprocess.Popen(
         [
@@ -95,21 +90,9 @@ def test_every_command_works_with_credentials_from_a_file(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    reader = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": app_id + "-check", **GOOD}
-        | {"auto.offset.reset": "earliest"}
-    )
-    reader.subscribe([f"{app_id}-mirror"])
-    got: list[bytes] = []
     try:
-        wait_until(
-            lambda: (
-                got.extend(m.value() for m in reader.consume(100, 0.5) if not m.error())
-                or len(got) >= 20
-            ),
-            90,
-            what="the mirror's outputs",
-        )
+        with TopicReader(bootstrap, f"{app_id}-mirror", config=dict(GOOD)) as reader:
+            reader.wait_for(lambda rs: len(rs) >= 20, 90, what="the mirror's outputs")
 
         def lag() -> list[dict[str, int]]:
             args = ["lag", "-g", app_id, "-b", bootstrap, "--config", str(config), "--json"]
@@ -121,7 +104,6 @@ def test_every_command_works_with_credentials_from_a_file(
             what="the group committed everything",
         )
     finally:
-        reader.close()
         run.send_signal(signal.SIGTERM)
         assert run.wait(60) == 0
 
