@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import cast
 
 from streams.broker.jars import KAFKA_VERSION, ensure_libs, resource
 from streams.broker.readiness import metadata_ok, wait_ready
@@ -109,6 +110,8 @@ class LocalBroker:
         *,
         sasl_users: Mapping[str, str] | None = None,
         sasl_port: int | None = None,
+        tls: tuple[Path, str] | None = None,
+        tls_port: int | None = None,
     ) -> None:
         self.port = port
         self.data_dir = Path(data_dir) if data_dir else default_data_dir(port)
@@ -118,12 +121,22 @@ class LocalBroker:
         # ``sasl_port`` too, beside the plaintext one, to try clients with credentials.
         self.sasl_users = dict(sasl_users or {})
         self.sasl_port = sasl_port if sasl_port is not None or not self.sasl_users else free_port()
+        # With ``tls`` (a PKCS12 keystore and its password): an SSL listener on ``tls_port``.
+        self.tls = tls
+        self.tls_port = tls_port if tls_port is not None or tls is None else free_port()
 
     # -- paths -----------------------------------------------------------------------------
 
     @property
     def bootstrap(self) -> str:
         return f"{HOST}:{self.port}"
+
+    @property
+    def tls_bootstrap(self) -> str:
+        """The SSL listener's address (a broker made with ``tls``)."""
+        if self.tls_port is None:
+            raise BrokerError("this broker has no TLS listener (give it tls=)")
+        return f"{HOST}:{self.tls_port}"
 
     @property
     def sasl_bootstrap(self) -> str:
@@ -205,11 +218,9 @@ class LocalBroker:
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@{HOST}:{controller_port}",
-            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            **self._listener_props(controller_port),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.data_dir / "kraft"),
             "num.partitions": "1",
             # Topics are created on purpose (by the runtime, tools or tests), never by a typo.
@@ -229,26 +240,35 @@ class LocalBroker:
             "log.retention.hours": "168",
             "delete.topic.enable": "true",
         }
-        if self.sasl_users:
-            props.update(self._sasl_props(controller_port))
         cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         return cfg
 
-    def _sasl_props(self, controller_port: int) -> dict[str, str]:
-        sasl = f"SASL_PLAINTEXT://{HOST}:{self.sasl_port}"
-        users = " ".join(f'user_{name}="{password}"' for name, password in self.sasl_users.items())
-        return {
-            "listeners": (
-                f"PLAINTEXT://{HOST}:{self.port},{sasl},CONTROLLER://{HOST}:{controller_port}"
-            ),
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port},{sasl}",
-            "listener.security.protocol.map": (
-                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
-            ),
-            "sasl.enabled.mechanisms": "PLAIN",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+    def _listener_props(self, controller_port: int) -> dict[str, str]:
+        """The plaintext listener, and the SASL and TLS ones when asked for."""
+        served = {"PLAINTEXT": self.port}
+        props: dict[str, str] = {}
+        if self.sasl_users:
+            served["SASL_PLAINTEXT"] = cast(int, self.sasl_port)
+            users = " ".join(f'user_{n}="{p}"' for n, p in self.sasl_users.items())
+            props["sasl.enabled.mechanisms"] = "PLAIN"
+            props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
                 f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+            )
+        if self.tls is not None:
+            served["SSL"] = cast(int, self.tls_port)
+            keystore, password = self.tls
+            props["listener.name.ssl.ssl.keystore.location"] = str(keystore)
+            props["listener.name.ssl.ssl.keystore.type"] = "PKCS12"
+            props["listener.name.ssl.ssl.keystore.password"] = password
+            props["listener.name.ssl.ssl.key.password"] = password
+        advertised = ",".join(f"{name}://{HOST}:{port}" for name, port in served.items())
+        return {
+            "listeners": f"{advertised},CONTROLLER://{HOST}:{controller_port}",
+            "advertised.listeners": advertised,
+            "listener.security.protocol.map": ",".join(
+                [*(f"{name}:{name}" for name in served), "CONTROLLER:PLAINTEXT"]
             ),
+            **props,
         }
 
     def _ensure_formatted(self, java: Path, libs: Path) -> dict[str, int | str]:

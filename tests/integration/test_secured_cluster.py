@@ -1,7 +1,8 @@
-"""Every command on a cluster that wants credentials: a SASL_PLAINTEXT (PLAIN) listener of
-a local broker of its own. With the right settings (``--config FILE``, ``-X``,
-``$STREAMS_KAFKA_CONFIG``) the commands work; with a wrong password each fails with one
-line naming the authentication failure: no traceback, no librdkafka lines, no secret."""
+"""Every command on a cluster that wants credentials: a SASL_PLAINTEXT (PLAIN) listener and
+a TLS listener (certificates made here with openssl) of a local broker of its own. With the
+right settings (``--config FILE``, ``-X``, ``$STREAMS_KAFKA_CONFIG``) the commands work;
+with a wrong password or an unknown CA each fails with one line naming the refusal: no
+traceback, no librdkafka lines, no secret."""
 
 from __future__ import annotations
 
@@ -35,13 +36,49 @@ GOOD = {
 CODEC = AvroCodec(default_catalog())
 
 
+def openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_ca(directory: Path, name: str) -> Path:
+    """A self-signed CA: ``<name>.pem`` and its key in ``directory``."""
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            "-keyout", f"{name}.key", "-out", f"{name}.pem", "-subj", f"/CN={name}",
+            cwd=directory)  # fmt: skip
+    return directory / f"{name}.pem"
+
+
+def make_keystore(directory: Path, ca: str, password: str) -> Path:
+    """The broker's key and certificate (for 127.0.0.1), signed by ``ca``, as PKCS12."""
+    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "broker.key",
+            "-out", "broker.csr", "-subj", "/CN=127.0.0.1", cwd=directory)  # fmt: skip
+    openssl("x509", "-req", "-in", "broker.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key",
+            "-CAcreateserial", "-out", "broker.pem", "-days", "2", "-extfile", "san.ext",
+            cwd=directory)  # fmt: skip
+    openssl("pkcs12", "-export", "-in", "broker.pem", "-inkey", "broker.key",
+            "-out", "broker.p12", "-passout", f"pass:{password}", "-name", "broker",
+            cwd=directory)  # fmt: skip
+    return directory / "broker.p12"
+
+
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("tls")
+    make_ca(directory, "ca")
+    make_ca(directory, "other-ca")  # a CA the broker's certificate is not from
+    make_keystore(directory, "ca", "keystore-secret")
+    return directory
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory, certificates: Path) -> Iterator[LocalBroker]:
     broker = LocalBroker(
         port=free_port(),
         data_dir=tmp_path_factory.mktemp("secured"),
         heap="512m",
         sasl_users={"alice": PASSWORD},
+        tls=(certificates / "broker.p12", "keystore-secret"),
     )
     broker.up()
     try:
@@ -140,3 +177,26 @@ def test_a_wrong_password_is_one_line_naming_the_authentication_failure(
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("error:") and "authentication" in lines[0].lower(), lines[0]
     assert "wrong" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_commands_work_over_tls_and_an_unknown_ca_is_one_line(
+    secured: LocalBroker, certificates: Path, tmp_path: Path
+) -> None:
+    bootstrap = secured.tls_bootstrap
+    good = {"security.protocol": "SSL", "ssl.ca.location": str(certificates / "ca.pem")}
+    topic = unique_topic_name("tls-in")
+    create_topic(admin_client(bootstrap, good), topic, partitions=1)
+    produce_envelopes(bootstrap, topic, [order(n) for n in range(3)], CODEC, config=good)
+    config = properties(tmp_path / "tls.properties", good)
+    done = streams("replay", topic, "--from", "earliest", "--dry-run", "--json",
+                   "-b", bootstrap, "--config", str(config))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert '"read": 3' in done.stdout  # the three records, read over TLS
+
+    stranger = {**good, "ssl.ca.location": str(certificates / "other-ca.pem")}
+    bad = properties(tmp_path / "bad-tls.properties", stranger)
+    done = streams("lag", "-b", bootstrap, "--config", str(bad), "--timeout", "10")
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error:") and "ssl" in lines[0].lower(), lines[0]
