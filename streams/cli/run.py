@@ -19,7 +19,7 @@ import typer
 from streams.broker.local import DEFAULT_PORT
 from streams.cli._common import ConfigFileOpt
 from streams.cli.describe import AppIdOpt, FileArg, SetOpt, parse_params
-from streams.config import BOOTSTRAP_ENV, client_settings
+from streams.config import BOOTSTRAP_ENV, client_settings, redacted
 from streams.logs import get_logger
 from streams.replay import Cluster
 from streams.replay.errors import ClusterError, ClusterRefusedError
@@ -108,6 +108,7 @@ def run(  # noqa: PLR0917 - a command's options
         args += ["--wait-for-broker"] if wait_for_broker else []
         raise typer.Exit(_supervise(args, instances))
     settings = client_settings(config_file, client)
+    get_logger("streams.run").debug("client settings", settings=redacted(settings))
     shared, consumer, producer = split_client_overrides(settings)
     _reach(bootstrap, {**shared, **consumer}, connect_timeout, wait=wait_for_broker)
     config = RuntimeConfig(

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -108,15 +109,34 @@ def order(n: int) -> Envelope:
     return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key="c")
 
 
-def test_every_command_works_with_credentials_from_a_file(
-    secured: LocalBroker, tmp_path: Path
-) -> None:
-    bootstrap = secured.sasl_bootstrap
-    config = properties(tmp_path / "client.properties", GOOD)
+class Listener(NamedTuple):
+    """One secured listener: where, the settings that pass, settings refused, and the word
+    the refusal's line must name."""
+
+    bootstrap: str
+    good: dict[str, str]
+    bad: dict[str, str]
+    refusal: str
+
+
+@pytest.fixture(params=["sasl", "tls"])
+def listener(request: pytest.FixtureRequest, secured: LocalBroker, certificates: Path) -> Listener:
+    if request.param == "sasl":
+        return Listener(
+            secured.sasl_bootstrap, GOOD, {**GOOD, "sasl.password": "wrong"}, "authentication"
+        )
+    good = {"security.protocol": "SSL", "ssl.ca.location": str(certificates / "ca.pem")}
+    bad = {**good, "ssl.ca.location": str(certificates / "other-ca.pem")}  # not the broker's
+    return Listener(secured.tls_bootstrap, good, bad, "ssl")
+
+
+def test_every_command_works_with_settings_from_a_file(listener: Listener, tmp_path: Path) -> None:
+    bootstrap, good = listener.bootstrap, listener.good
+    config = properties(tmp_path / "client.properties", good)
     topic = unique_topic_name("secured-in")
     app_id = unique_topic_name("secured-app")
-    create_topic(admin_client(bootstrap, GOOD), topic, partitions=2)
-    produce_envelopes(bootstrap, topic, [order(n) for n in range(20)], CODEC, config=GOOD)
+    create_topic(admin_client(bootstrap, good), topic, partitions=2)
+    produce_envelopes(bootstrap, topic, [order(n) for n in range(20)], CODEC, config=good)
 
     run = subprocess.Popen(
         [
@@ -128,7 +148,7 @@ def test_every_command_works_with_credentials_from_a_file(
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        with TopicReader(bootstrap, f"{app_id}-mirror", config=dict(GOOD)) as reader:
+        with TopicReader(bootstrap, f"{app_id}-mirror", config=dict(good)) as reader:
             reader.wait_for(lambda rs: len(rs) >= 20, 90, what="the mirror's outputs")
 
         def lag() -> list[dict[str, int]]:
@@ -145,12 +165,14 @@ def test_every_command_works_with_credentials_from_a_file(
         assert run.wait(60) == 0
 
     env = {"STREAMS_KAFKA_CONFIG": str(config)}  # the same, for every command, from the env
+    dlq = f"{app_id}-{topic}-dlq"
     for args in (
         ["replay", topic, "--from", "earliest", "--dry-run", "-b", bootstrap],
         ["offsets", "show", "-g", app_id, "-b", bootstrap],
         ["offsets", "reset", "earliest", "-g", app_id, "--topic", topic, "--execute",
          "-b", bootstrap],
-        ["dlq", "list", f"{app_id}-{topic}-dlq", "-b", bootstrap],
+        ["dlq", "list", dlq, "-b", bootstrap],
+        ["dlq", "replay", dlq, "--execute", "-b", bootstrap],
     ):  # fmt: skip
         done = streams(*args, env=env)
         assert done.returncode == 0, (args, done.stderr)
@@ -167,36 +189,13 @@ def test_every_command_works_with_credentials_from_a_file(
         ["run", str(MIRROR), "--set", "input=some-topic", "--connect-timeout", "10"],
     ],
 )
-def test_a_wrong_password_is_one_line_naming_the_authentication_failure(
-    secured: LocalBroker, tmp_path: Path, args: list[str]
+def test_refused_settings_are_one_line_naming_the_refusal(
+    listener: Listener, tmp_path: Path, args: list[str]
 ) -> None:
-    config = properties(tmp_path / "bad.properties", {**GOOD, "sasl.password": "wrong"})
-    done = streams(*args, "-b", secured.sasl_bootstrap, "--config", str(config))
+    config = properties(tmp_path / "bad.properties", listener.bad)
+    done = streams(*args, "-b", listener.bootstrap, "--config", str(config))
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("error:") and "authentication" in lines[0].lower(), lines[0]
+    assert lines[0].startswith("error:") and listener.refusal in lines[0].lower(), lines[0]
     assert "wrong" not in done.stderr and "Traceback" not in done.stderr
-
-
-def test_the_commands_work_over_tls_and_an_unknown_ca_is_one_line(
-    secured: LocalBroker, certificates: Path, tmp_path: Path
-) -> None:
-    bootstrap = secured.tls_bootstrap
-    good = {"security.protocol": "SSL", "ssl.ca.location": str(certificates / "ca.pem")}
-    topic = unique_topic_name("tls-in")
-    create_topic(admin_client(bootstrap, good), topic, partitions=1)
-    produce_envelopes(bootstrap, topic, [order(n) for n in range(3)], CODEC, config=good)
-    config = properties(tmp_path / "tls.properties", good)
-    done = streams("replay", topic, "--from", "earliest", "--dry-run", "--json",
-                   "-b", bootstrap, "--config", str(config))  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert '"read": 3' in done.stdout  # the three records, read over TLS
-
-    stranger = {**good, "ssl.ca.location": str(certificates / "other-ca.pem")}
-    bad = properties(tmp_path / "bad-tls.properties", stranger)
-    done = streams("lag", "-b", bootstrap, "--config", str(bad), "--timeout", "10")
-    assert done.returncode == 1
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("error:") and "ssl" in lines[0].lower(), lines[0]
