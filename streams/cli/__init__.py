@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import sys
+import traceback
 
 import typer
+from confluent_kafka import KafkaError, KafkaException
 
 from streams.cli import broker, demo, describe, dlq, run, schemas
 from streams.cli import lag as lag_cli
@@ -43,10 +46,21 @@ def _root(
 
 
 def main() -> None:
-    """Entry point: a StreamsError becomes one line on stderr and exit status 1."""
+    """Entry point: a StreamsError or a Kafka client error becomes one line on stderr and
+    exit status 1 (after its traceback with ``-v``)."""
     try:
         app()
-    except StreamsError as exc:
-        fail(str(exc))
+    except (StreamsError, KafkaException) as exc:
+        if logging.getLogger().isEnabledFor(logging.DEBUG):
+            traceback.print_exc()
+        fail(_one_line(exc))
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+def _one_line(exc: Exception) -> str:
+    if isinstance(exc, KafkaException):
+        err = exc.args[0] if exc.args else None
+        cause = err.str() if isinstance(err, KafkaError) else str(exc)
+        return f"Kafka client error: {cause}"
+    return str(exc)

@@ -13,6 +13,10 @@ from streams.topology.nodes import ANY_TYPE, Node, SinkNode, SourceNode, StepNod
 from streams.topology.policy import ErrorPolicy
 from streams.topology.stores import StoreSpec, store_source
 
+REPARTITION_CONFIG = {"cleanup.policy": "delete", "retention.ms": str(7 * 24 * 3600 * 1000)}
+"""A repartition topic's records are read back within seconds; retention cleans them up,
+and a week of it covers an app stopped for days (a record deleted unread would be lost)."""
+
 
 @dataclass(frozen=True, slots=True)
 class OwnedTopic:
@@ -135,8 +139,10 @@ class Topology:
         for sink in self.sinks:
             if isinstance(sink.topic, Owned):
                 name = self.topic(sink.topic)
-                purpose = "repartition" if sink.type == ANY_TYPE else "output"
-                seen.setdefault(name, OwnedTopic(name, purpose, {}))
+                if sink.type == ANY_TYPE:
+                    seen.setdefault(name, OwnedTopic(name, "repartition", REPARTITION_CONFIG))
+                else:
+                    seen.setdefault(name, OwnedTopic(name, "output", {}))
         return list(seen.values())
 
     @property

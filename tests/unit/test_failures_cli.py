@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from typer.testing import CliRunner, Result
 
+from streams import cli
 from streams.cli import app
 
 
@@ -46,3 +50,27 @@ def test_error_lines_print_what_they_quote_as_it_is(text: str) -> None:
     assert result.exit_code == 1
     assert f"--record expects PARTITION:OFFSET, got {text!r}" in result.stderr
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_kafka_client_error_is_one_line_and_its_traceback_only_with_v(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken() -> None:
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
+
+    monkeypatch.setattr(cli, "app", broken)
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    assert exited.value.code == 1
+    assert capsys.readouterr().err.strip() == "error: Kafka client error: Broker transport failure"
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.DEBUG)  # what -v sets
+    try:
+        with pytest.raises(SystemExit):
+            cli.main()
+    finally:
+        root.setLevel(level)
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.strip().endswith("Broker transport failure")
