@@ -46,7 +46,7 @@ _SECRET = re.compile(r"password|secret|jaas|token|credential|\.key$|key\.pem", r
 
 
 class ClientConfigError(StreamsError):
-    """A client settings file or ``-X`` override that cannot be read."""
+    """A settings file, or a ``KEY=VALUE`` option (``-X``, ``--set``), that cannot be read."""
 
 
 def read_properties(path: Path | str) -> dict[str, str]:
@@ -75,8 +75,9 @@ def read_properties(path: Path | str) -> dict[str, str]:
     return settings
 
 
-def parse_overrides(items: Sequence[str], option: str = "-X") -> dict[str, str]:
-    """``KEY=VALUE`` items (``-X`` options) as a dict. Raises ClientConfigError."""
+def parse_key_values(items: Sequence[str], option: str) -> dict[str, str]:
+    """``KEY=VALUE`` items of a repeatable ``option`` (``-X``, ``--set``) as a dict.
+    Raises ClientConfigError (a StreamsError) naming the option and the item."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -97,7 +98,7 @@ def client_settings(
         settings.update(read_properties(env_file))
     if config_file is not None:
         settings.update(read_properties(config_file))
-    settings.update(parse_overrides(overrides))
+    settings.update(parse_key_values(overrides, "-X"))
     return settings
 
 

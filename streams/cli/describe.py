@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from streams.errors import StreamsError
+from streams.config import parse_key_values
 from streams.topology import load_topology
 
 # Shared with ``streams run``: how a topology file is selected and parametrised.
@@ -23,15 +23,9 @@ SetOpt = typer.Option(
 )
 
 
-def parse_params(items: list[str], option: str = "--set") -> dict[str, str]:
-    """``["k=v", ...]`` as a dict; raises StreamsError on an item without ``=``."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise StreamsError(f"{option} expects KEY=VALUE, got {item!r}")
-        out[key] = value
-    return out
+def parse_params(items: list[str]) -> dict[str, str]:
+    """``--set KEY=VALUE`` items as a dict; raises StreamsError on an item without ``=``."""
+    return parse_key_values(items, "--set")
 
 
 class Format(StrEnum):
