@@ -129,10 +129,11 @@ def _reach(bootstrap: str, settings: dict[str, str], timeout: float, *, wait: bo
     """Check the cluster answers before anything starts: one error line (not a stack
     trace after 30 s) when it is away, or, with ``wait``, one WARNING and a wait for it.
     A cluster that refuses us (credentials, TLS) fails at once: waiting would not help."""
+    cluster = Cluster(bootstrap, timeout, settings)  # one client, asked again while waiting
     warned = False
     while True:
         try:
-            Cluster(bootstrap, timeout, settings).check()
+            cluster.check()
             return
         except ClusterRefusedError:
             raise

@@ -56,9 +56,11 @@ class GuardedPartition:
             self._first(offset)
             if not self._careful:
                 return False
-        elif committed is not None and committed > self._start and self.condemned is None:
-            self._dump({"suspect": None, "deaths": 0})  # a later death is nobody's yet
-            return False  # this run got past where it started: no loop here
+        elif committed is not None and committed > max(self._start, self.condemned or 0):
+            # This run committed past where it started (and past the record it condemned,
+            # if any): no loop here, and a later death is nobody's yet.
+            self._dump({"suspect": None, "deaths": 0})
+            return False
         self._write(offset)
         return True
 

@@ -54,6 +54,11 @@ def default_state_dir() -> Path:
     return state_root() / "apps"
 
 
+def apps_dir(config: RuntimeConfig) -> Path:
+    """Where the apps' local state lives: ``config.state_dir``, else the default."""
+    return Path(config.state_dir) if config.state_dir else default_state_dir()
+
+
 def restore_client_config(config: RuntimeConfig) -> dict[str, Any]:
     """The restore consumers' config: every client's settings, and the consumer settings
     that say how to connect (not the group's: restores assign, never join)."""
@@ -89,8 +94,7 @@ class RuntimeState:
         state_dir: Path | None = None
         progress = None
         if not in_memory:
-            root = Path(config.state_dir) if config.state_dir else default_state_dir()
-            slot = InstanceSlot.claim(root, topology.app_id, config.instance_id)
+            slot = InstanceSlot.claim(apps_dir(config), topology.app_id, config.instance_id)
             state_dir = slot.state_dir
             if os.isatty(2):
                 from rich.console import Console  # noqa: PLC0415 - only on a terminal
@@ -148,6 +152,5 @@ def crash_guard(
     if state is not None and state.slot is not None:
         directory = state.slot.state_dir / "crash-guard"
     else:
-        root = Path(config.state_dir) if config.state_dir else default_state_dir()
-        directory = root / app_id / "crash-guard"
+        directory = apps_dir(config) / app_id / "crash-guard"
     return CrashGuard(directory, config.crash_limit)

@@ -65,3 +65,16 @@ def test_a_careful_run_stops_watching_once_it_commits_past_its_start(tmp_path: P
     part = guard.partition("t", 0)
     assert part.before(10, 10) is True  # careful: the last run died
     assert part.before(11, 11) is False  # committed past 10: no loop here
+
+
+def test_after_a_condemned_record_is_committed_past_the_partition_is_not_watched(
+    tmp_path: Path,
+) -> None:
+    for _ in range(3):
+        run(tmp_path, [10, 11, 12], dies=True)
+    guard = CrashGuard(tmp_path, limit=3)
+    part = guard.partition("t", 0)
+    assert part.before(10, None) is True and part.condemned == 12
+    assert part.before(11, 11) is True  # committed past the start, not past the condemned
+    assert part.before(12, 12) is True
+    assert part.before(13, 13) is False  # past 12: no more writes per record
