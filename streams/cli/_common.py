@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import json
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.text import Text
+
+from streams.replay.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
+
+# One vocabulary for every command that talks to a cluster: the same names, defaults and
+# help text, so a flag learnt on one command works on the next.
+BootstrapOpt = typer.Option(
+    DEFAULT_BOOTSTRAP,
+    "--bootstrap-server",
+    "--bootstrap",
+    "-b",
+    envvar="KAFKA_BOOTSTRAP_SERVERS",
+    help="Kafka bootstrap servers (default $KAFKA_BOOTSTRAP_SERVERS, else 127.0.0.1:9092).",
+)
+TimeoutOpt = typer.Option(
+    DEFAULT_TIMEOUT, "--timeout", min=0.5, help="Seconds to wait for each broker request."
+)
+JsonOpt = typer.Option(False, "--json", help="Print JSON for machines instead of tables.")
 
 # No markup: what commands print quotes records, errors and paths ("[bold]", "[/data]"),
 # which rich would otherwise style or refuse. Styled text is built with ``styled``.
@@ -23,6 +41,10 @@ SettingOpt = typer.Option(
 
 console = Console(markup=False)
 err_console = Console(stderr=True, markup=False)
+
+
+def print_json(payload: Any) -> None:
+    typer.echo(json.dumps(payload, indent=2, sort_keys=False))
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:

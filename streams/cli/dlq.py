@@ -18,7 +18,17 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from streams.cli._common import ConfigFileOpt, SettingOpt, console, err_console, fail, styled
+from streams.cli._common import (
+    BootstrapOpt,
+    ConfigFileOpt,
+    JsonOpt,
+    SettingOpt,
+    TimeoutOpt,
+    console,
+    err_console,
+    fail,
+    styled,
+)
 from streams.config import client_settings
 from streams.failures.dlq import (
     DeadLetter,
@@ -42,19 +52,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-
 DlqArg = typer.Argument(..., metavar="DLQ_TOPIC", help="The dead-letter topic, <app>-<topic>-dlq.")
-BootstrapOpt = typer.Option(
-    DEFAULT_BOOTSTRAP,
-    "--bootstrap-server",
-    "--bootstrap",
-    "-b",
-    envvar="KAFKA_BOOTSTRAP_SERVERS",
-    help="Kafka bootstrap servers (default $KAFKA_BOOTSTRAP_SERVERS, else 127.0.0.1:9092).",
-)
-JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
-TimeoutOpt = typer.Option(30.0, "--timeout", help="Seconds to wait on the broker.")
 ErrorOpt = typer.Option(
     None, "--error-type", "-e", help="Only this exception class (ValueError or its full name)."
 )

@@ -13,8 +13,16 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from streams.cli._common import ConfigFileOpt, SettingOpt, console, err_console
-from streams.cli.replay import BootstrapOpt, JsonOpt, TimeoutOpt, print_json
+from streams.cli._common import (
+    BootstrapOpt,
+    ConfigFileOpt,
+    JsonOpt,
+    SettingOpt,
+    TimeoutOpt,
+    console,
+    err_console,
+    print_json,
+)
 from streams.config import client_settings
 from streams.replay import Cluster
 from streams.replay.lag import TopicLag, lag, over_threshold

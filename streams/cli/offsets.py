@@ -11,8 +11,16 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from streams.cli._common import ConfigFileOpt, SettingOpt, console
-from streams.cli.replay import POSITIONS_HELP, BootstrapOpt, JsonOpt, TimeoutOpt, print_json
+from streams.cli._common import (
+    BootstrapOpt,
+    ConfigFileOpt,
+    JsonOpt,
+    SettingOpt,
+    TimeoutOpt,
+    console,
+    print_json,
+)
+from streams.cli.replay import POSITIONS_HELP
 from streams.config import client_settings
 from streams.replay import (
     Cluster,

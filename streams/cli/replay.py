@@ -6,12 +6,10 @@ Also holds the options ``streams offsets`` and ``streams lag`` share.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.progress import (
@@ -24,7 +22,15 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from streams.cli._common import ConfigFileOpt, SettingOpt, console
+from streams.cli._common import (
+    BootstrapOpt,
+    ConfigFileOpt,
+    JsonOpt,
+    SettingOpt,
+    TimeoutOpt,
+    console,
+    print_json,
+)
 from streams.cli.describe import parse_params
 from streams.config import client_settings
 from streams.replay import (
@@ -37,23 +43,9 @@ from streams.replay import (
     plan_replay,
     replay,
 )
-from streams.replay.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
 from streams.replay.errors import ReplayError
 from streams.replay.through import ThroughResult, replay_through
 from streams.topology import Topology, load_topology
-
-BootstrapOpt = typer.Option(
-    DEFAULT_BOOTSTRAP,
-    "--bootstrap-server",
-    "--bootstrap",
-    "-b",
-    envvar="KAFKA_BOOTSTRAP_SERVERS",
-    help="Kafka bootstrap servers (default $KAFKA_BOOTSTRAP_SERVERS, else 127.0.0.1:9092).",
-)
-TimeoutOpt = typer.Option(
-    DEFAULT_TIMEOUT, "--timeout", min=0.5, help="Seconds to wait for each broker request."
-)
-JsonOpt = typer.Option(False, "--json", help="Print JSON for machines instead of tables.")
 
 TypesOpt = typer.Option([], "--type", help="Copy only this envelope type, ce_type (repeatable).")
 KeysOpt = typer.Option([], "--key", help="Copy only this key (repeatable).")
@@ -72,10 +64,6 @@ POSITIONS_HELP = (
     "earliest | latest | OFFSET | +N/-N (from --group's commit) | ISO time with zone | "
     "@EPOCH_MS | duration ago (2h, 30m, PT2H); or per partition: 0=100,2=earliest"
 )
-
-
-def print_json(payload: Any) -> None:
-    typer.echo(json.dumps(payload, indent=2, sort_keys=False))
 
 
 def _plan_table(plan: ReplayPlan, result: ReplayResult | None, dry_run: bool) -> Table:

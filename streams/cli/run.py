@@ -16,10 +16,9 @@ from types import FrameType
 
 import typer
 
-from streams.broker.local import DEFAULT_PORT
-from streams.cli._common import ConfigFileOpt
+from streams.cli._common import BootstrapOpt, ConfigFileOpt
 from streams.cli.describe import AppIdOpt, FileArg, SetOpt, parse_params
-from streams.config import BOOTSTRAP_ENV, client_settings, redacted
+from streams.config import client_settings, redacted
 from streams.logs import get_logger
 from streams.replay import Cluster
 from streams.replay.errors import ClusterError, ClusterRefusedError
@@ -28,13 +27,6 @@ from streams.runtime.config import split_client_overrides
 from streams.runtime.instance import run_instance
 from streams.topology import load_topology
 
-BootstrapOpt = typer.Option(
-    f"127.0.0.1:{DEFAULT_PORT}",
-    "--bootstrap",
-    "-b",
-    envvar=BOOTSTRAP_ENV,
-    help="Kafka bootstrap servers.",
-)
 InstancesOpt = typer.Option(
     1, "--instances", "-n", min=1, envvar="STREAMS_INSTANCES", help="Instances to start."
 )
