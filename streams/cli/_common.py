@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -11,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from streams.replay.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
+from streams.schemas.catalog import SCHEMAS_DIR_ENV, schemas_dir
 
 # One vocabulary for every command that talks to a cluster: the same names, defaults and
 # help text, so a flag learnt on one command works on the next.
@@ -24,6 +27,12 @@ BootstrapOpt = typer.Option(
 )
 TimeoutOpt = typer.Option(
     DEFAULT_TIMEOUT, "--timeout", min=0.5, help="Seconds to wait for each broker request."
+)
+SchemasOpt = typer.Option(
+    None,
+    "--schemas",
+    help="The schemas folder (default $STREAMS_SCHEMAS, else the schemas/ of the nearest "
+    "folder upwards with a pyproject.toml).",
 )
 JsonOpt = typer.Option(False, "--json", help="Print JSON for machines instead of tables.")
 
@@ -45,6 +54,15 @@ err_console = Console(stderr=True, markup=False)
 
 def print_json(payload: Any) -> None:
     typer.echo(json.dumps(payload, indent=2, sort_keys=False))
+
+
+def use_schemas(folder: Path | None) -> Path:
+    """The schemas folder a command uses (see ``streams.schemas.schemas_dir``), exported as
+    ``$STREAMS_SCHEMAS`` so every catalog the command loads, in this process or in the
+    instances it starts, reads the same folder."""
+    chosen = schemas_dir(folder).resolve()
+    os.environ[SCHEMAS_DIR_ENV] = str(chosen)
+    return chosen
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
         SchemaCatalog,
         SchemaVersion,
         default_catalog,
+        schemas_dir,
     )
     from streams.schemas.compatibility import (
         Incompatibility,
@@ -41,6 +42,7 @@ else:
                 "SchemaCatalog",
                 "SchemaVersion",
                 "default_catalog",
+                "schemas_dir",
             ],
             "streams.schemas.compatibility": [
                 "Incompatibility",
@@ -73,4 +75,5 @@ __all__ = [
     "check_catalog",
     "default_catalog",
     "reader_problems",
+    "schemas_dir",
 ]

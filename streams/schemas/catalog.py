@@ -34,7 +34,9 @@ from streams.schemas.envelope_schema import ENVELOPE_SCHEMA
 from streams.schemas.errors import CatalogLoadError, SchemaFileError, SchemaNotFoundError
 from streams.schemas.modes import DEFAULT_MODE, CompatibilityMode
 
-SCHEMAS_DIR_ENV = "STREAMS_SCHEMAS_DIR"
+SCHEMAS_DIR_ENV = "STREAMS_SCHEMAS"
+_LEGACY_SCHEMAS_DIR_ENV = "STREAMS_SCHEMAS_DIR"  # its first name, still read
+PROJECT_FILE = "pyproject.toml"
 TYPE_FILE = "type.json"
 ENVELOPE_FILE = "envelope.avsc"
 _VERSION_FILE = re.compile(r"^v([1-9][0-9]*)\.avsc$")
@@ -254,9 +256,26 @@ def _read_type_file(path: Path) -> tuple[CompatibilityMode, str, frozenset[int]]
     return mode, str(meta.get("doc", "")), frozenset(upcast)
 
 
+def schemas_dir(explicit: Path | None = None, start: Path | None = None) -> Path:
+    """The schemas folder: ``explicit`` (``--schemas``), else ``$STREAMS_SCHEMAS``, else the
+    nearest folder from ``start`` (the current directory) upwards that holds both
+    ``schemas/`` and ``pyproject.toml`` (a project's root, so a command works from any of
+    its subfolders), else ``./schemas`` (whose absence the loader then reports)."""
+    if explicit is not None:
+        return explicit
+    env = os.environ.get(SCHEMAS_DIR_ENV) or os.environ.get(_LEGACY_SCHEMAS_DIR_ENV)
+    if env:
+        return Path(env)
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "schemas").is_dir() and (folder / PROJECT_FILE).is_file():
+            return folder / "schemas"
+    return here / "schemas"
+
+
 def default_catalog() -> SchemaCatalog:
-    """The catalog of ``$STREAMS_SCHEMAS_DIR``, else ``./schemas``; loaded once per folder."""
-    return _load_cached(Path(os.environ.get(SCHEMAS_DIR_ENV) or "schemas").resolve())
+    """The catalog of ``schemas_dir()``; loaded once per folder."""
+    return _load_cached(schemas_dir().resolve())
 
 
 @lru_cache(maxsize=8)
