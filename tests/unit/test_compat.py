@@ -185,9 +185,9 @@ def test_upcast_must_name_a_version_with_a_predecessor(tmp_path: Path) -> None:
 
 def streams_cli(*args: str, schemas_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "250"}
-    env.pop("STREAMS_SCHEMAS_DIR", None)
+    env.pop("STREAMS_SCHEMAS", None)
     if schemas_dir is not None:
-        env["STREAMS_SCHEMAS_DIR"] = str(schemas_dir)
+        env["STREAMS_SCHEMAS"] = str(schemas_dir)
     return subprocess.run(
         [sys.executable, "-m", "streams", *args],
         check=False,
