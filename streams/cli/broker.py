@@ -16,15 +16,19 @@ app = typer.Typer(
     help="Run a local Apache Kafka 4.x broker (KRaft, one node).", no_args_is_help=True
 )
 
-PortOpt = typer.Option(DEFAULT_PORT, "--port", "-p", help="Client port on 127.0.0.1.")
+PortOpt = typer.Option(
+    DEFAULT_PORT, "--port", "-p", envvar="STREAMS_BROKER_PORT", help="Client port on 127.0.0.1."
+)
 DataDirOpt = typer.Option(
     None, "--data-dir", help="Where topics and logs live (default: per port, under the state dir)."
 )
 
 
-def _external_note() -> bool:
+def _external_note(broker: LocalBroker) -> bool:
+    # KAFKA_BOOTSTRAP_SERVERS naming this very broker's address is the local broker itself
+    # (a test or a script points every command at it): manage it then.
     external = external_bootstrap()
-    if external:
+    if external and external != broker.bootstrap:
         console.print(
             f"{BOOTSTRAP_ENV} is set ({external}): Streams uses that cluster; "
             "no local broker is managed."
@@ -40,9 +44,9 @@ def up(
     fresh: bool = typer.Option(False, "--fresh", help="Wipe the data dir first."),
 ) -> None:
     """Start the broker (idempotent: a running broker is reported, never started twice)."""
-    if _external_note():
-        return
     broker = LocalBroker(port=port, data_dir=data_dir)
+    if _external_note(broker):
+        return
     with console.status(f"starting Apache Kafka {broker.version} on {broker.bootstrap}"):
         result = broker.up(fresh=fresh)
     st = result.status
@@ -58,9 +62,9 @@ def up(
 @app.command()
 def down(port: int = PortOpt, data_dir: Path | None = DataDirOpt) -> None:
     """Stop the broker cleanly (SIGTERM, wait, then SIGKILL)."""
-    if _external_note():
-        return
     broker = LocalBroker(port=port, data_dir=data_dir)
+    if _external_note(broker):
+        return
     if broker.down():
         console.print(f"broker at {broker.bootstrap} stopped")
     else:
@@ -70,9 +74,10 @@ def down(port: int = PortOpt, data_dir: Path | None = DataDirOpt) -> None:
 @app.command()
 def status(port: int = PortOpt, data_dir: Path | None = DataDirOpt) -> None:
     """Show pid, bootstrap address, Kafka version and uptime. Exit 1 when down."""
-    if _external_note():
+    broker = LocalBroker(port=port, data_dir=data_dir)
+    if _external_note(broker):
         return
-    st = LocalBroker(port=port, data_dir=data_dir).status()
+    st = broker.status()
     if not st.running:
         if st.stale_pid is not None:
             console.print(f"stale pid file: process {st.stale_pid} is gone")
