@@ -23,14 +23,20 @@ BootstrapOpt = typer.Option(
     "--bootstrap",
     "-b",
     envvar="KAFKA_BOOTSTRAP_SERVERS",
+    metavar="HOST:PORT",
     help="Kafka bootstrap servers (default $KAFKA_BOOTSTRAP_SERVERS, else 127.0.0.1:9092).",
 )
 TimeoutOpt = typer.Option(
-    DEFAULT_TIMEOUT, "--timeout", min=0.5, help="Seconds to wait for each broker request."
+    DEFAULT_TIMEOUT,
+    "--timeout",
+    min=0.5,
+    metavar="SECONDS",
+    help="Seconds to wait for each broker request.",
 )
 SchemasOpt = typer.Option(
     None,
     "--schemas",
+    metavar="DIR",
     help="The schemas folder (default $STREAMS_SCHEMAS, else the schemas/ of the nearest "
     "folder upwards with a pyproject.toml).",
 )
@@ -41,11 +47,15 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON for machines instead of
 ConfigFileOpt = typer.Option(
     None,
     "--config",
+    metavar="FILE",
     help="Client settings file, Java properties (security.protocol, sasl.*, ssl.*, ...), for "
     "every client the command makes; $STREAMS_KAFKA_CONFIG names one for every command.",
 )
 SettingOpt = typer.Option(
-    [], "-X", help="librdkafka setting KEY=VALUE for every client (repeatable; wins over files)."
+    [],
+    "-X",
+    metavar="KEY=VALUE",
+    help="librdkafka setting KEY=VALUE for every client (repeatable; wins over files).",
 )
 
 console = Console(markup=False)
