@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from streams.admin import admin_client, create_topic
 from streams.demo.context import DemoContext
-from streams.testing.container import default_image, docker_unavailable_reason
+from streams.testing.docker_daemon import default_image, docker_unavailable_reason
 from streams.testing.produce import produce_records
 from streams.testing.wait import WaitTimeoutError, wait_for_records
 

@@ -9,7 +9,9 @@ picks the broker):
 - ``make_topic``: create a uniquely named topic, deleted after the test.
 - ``kafka_io``: ``KafkaIO`` on that broker: produce envelopes, wait for records.
 - ``kafka_container`` (session), ``make_kafka_container``, ``docker_network``: Kafka in
-  Docker (``KafkaContainer``), removed after use.
+  Docker (``KafkaContainer``), removed after use. They need the ``testing`` extra
+  (``pip install 'streams[testing]'``) and a Docker daemon; without either they skip,
+  saying why (on CI they fail). Everything else here works without the extra.
 - ``run_topology``: ``streams run <file>`` in the background for the test's duration.
 
 The same helpers work without pytest: ``KafkaContainer``, ``produce_envelopes``,
@@ -18,11 +20,12 @@ The same helpers work without pytest: ``KafkaContainer``, ``produce_envelopes``,
 ``TestDriver`` runs a topology in memory (no broker) for unit tests.
 """
 
-from streams.testing.container import (
+from typing import TYPE_CHECKING
+
+from streams.testing.docker_daemon import (
     LOCAL_IMAGE,
     OFFICIAL_IMAGE,
     ContainerError,
-    KafkaContainer,
     default_image,
     docker_unavailable_reason,
 )
@@ -44,6 +47,15 @@ from streams.testing.wait import (
     wait_for_records,
     wait_until,
 )
+
+if TYPE_CHECKING:
+    from streams.testing.container import KafkaContainer
+else:
+    # KafkaContainer needs the testing extra (testcontainers, docker): imported on first
+    # use, so the rest of the kit, and the pytest plugin, load without it.
+    from streams._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(__name__, {"streams.testing.container": ["KafkaContainer"]})
 
 __all__ = [
     "LOCAL_IMAGE",

@@ -13,41 +13,50 @@ a start script (server.properties, log config, storage format, ``exec java kafka
 that advertises the real address, then the marker. Choosing a free host port up front and
 binding it would race with other processes for that port; this way there is no race, and
 the image's own entrypoint (which differs between images) plays no part.
+
+Needs the ``testing`` extra (testcontainers, docker): without it, importing this module
+raises ImportError saying how to install it. Whether Docker answers, and which image is
+the default, is ``streams.testing.docker_daemon`` (no extra needed).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-import os
 import shlex
 import tarfile
 import time
 import uuid
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
 
-import docker  # type: ignore[import-untyped]
-from testcontainers.core.config import testcontainers_config
-from testcontainers.core.container import DockerContainer
-from testcontainers.core.network import Network
+from streams.testing.docker_daemon import (
+    LABEL,
+    LOCAL_IMAGE,
+    TESTING_EXTRA,
+    ContainerError,
+    default_image,
+    image_present,
+)
 
-from streams.broker import KAFKA_VERSION
+try:
+    import docker  # type: ignore[import-untyped]
+    from testcontainers.core.config import testcontainers_config
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.network import Network
+except ImportError as exc:  # the testing extra is not installed: say how to get it
+    raise ImportError(
+        f"KafkaContainer needs the package {exc.name}: {TESTING_EXTRA}", name=exc.name
+    ) from exc
+
 from streams.broker.readiness import wait_ready
-from streams.errors import StreamsError
 from streams.logs import get_logger
 
 log = get_logger(__name__)
 
-OFFICIAL_IMAGE = f"apache/kafka:{KAFKA_VERSION}"
-LOCAL_IMAGE = f"streams-kafka:{KAFKA_VERSION}"
-
 EXTERNAL_PORT = 9092  # clients on the Docker host, through the mapped port
 INTERNAL_PORT = 19092  # other containers on the same network, by alias
 CONTROLLER_PORT = 9093  # the KRaft controller, inside the container only
-
-LABEL = "streams.testing"  # on every container we start, so leftovers can be found
 
 _MARKER = "/tmp/streams-go"
 _SCRIPT = "/tmp/streams-start.sh"
@@ -63,10 +72,6 @@ _LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
   </Loggers>
 </Configuration>
 """
-
-
-class ContainerError(StreamsError):
-    """A Kafka container could not be started, reached or stopped."""
 
 
 class KafkaContainer(DockerContainer):
@@ -330,51 +335,3 @@ def _tar(files: list[tuple[str, str]]) -> bytes:
             info.mtime = int(time.time())
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
-
-
-def default_image() -> str:
-    """The image ``KafkaContainer`` runs when none is given.
-
-    ``STREAMS_KAFKA_IMAGE`` when set; else ``streams-kafka:<version>`` when the Docker
-    daemon has it (``make image``); else the official ``apache/kafka:<version>`` (pulled
-    from Docker Hub on first use).
-    """
-    configured = os.environ.get("STREAMS_KAFKA_IMAGE", "").strip()
-    if configured:
-        return configured
-    return LOCAL_IMAGE if image_present(LOCAL_IMAGE) else OFFICIAL_IMAGE
-
-
-def image_present(image: str) -> bool:
-    client = _docker_client()
-    if client is None:
-        return False
-    try:
-        client.images.get(image)
-        return True
-    except Exception:  # ImageNotFound, or the daemon went away
-        return False
-    finally:
-        client.close()
-
-
-def docker_unavailable_reason() -> str | None:
-    """Why Docker cannot run containers here, or None when a daemon answers a ping."""
-    try:
-        client = docker.from_env(timeout=10)
-    except Exception as exc:
-        return f"no Docker daemon configured or reachable ({exc})"
-    try:
-        client.ping()
-    except Exception as exc:
-        return f"the Docker daemon does not answer ({exc})"
-    finally:
-        client.close()
-    return None
-
-
-def _docker_client() -> Any:
-    try:
-        return docker.from_env(timeout=10)
-    except Exception:
-        return None

@@ -9,10 +9,13 @@ Broker mode, first match wins:
 ``external`` uses ``KAFKA_BOOTSTRAP_SERVERS`` (nothing is started); ``local`` starts the
 local broker from the official jars on a free port, once per session; ``container``
 starts one ``KafkaContainer`` per session (image: ``--kafka-image`` /
-``STREAMS_KAFKA_IMAGE``, else ``streams.testing.container.default_image()``).
+``STREAMS_KAFKA_IMAGE``, else ``streams.testing.docker_daemon.default_image()``).
 
-Docker: a test that needs it skips, saying why, when no daemon answers; when ``CI`` is
-true or ``STREAMS_REQUIRE_DOCKER=1`` it fails instead, so CI never passes by skipping.
+Docker: a test that needs it skips, saying why, when no daemon answers or the ``testing``
+extra (testcontainers, docker) is not installed; when ``CI`` is true or
+``STREAMS_REQUIRE_DOCKER=1`` it fails instead, so CI never passes by skipping. This module
+loads in every pytest session where Streams is installed, so it imports the extra only
+inside the container fixtures, after that check.
 
 Tests that use the broker are marked ``integration``, tests that use Docker ``container``.
 """
@@ -23,21 +26,24 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import docker  # type: ignore[import-untyped]
 import pytest
 from confluent_kafka.admin import AdminClient
-from testcontainers.core.network import Network
 
 from streams.admin import admin_client, delete_topics
 from streams.broker import LocalBroker, free_port
 from streams.config import BOOTSTRAP_ENV, external_bootstrap
 from streams.errors import StreamsError
-from streams.testing.container import KafkaContainer, docker_unavailable_reason
+from streams.testing.docker_daemon import docker_unavailable_reason
 from streams.testing.kafka_io import KafkaIO
 from streams.testing.topics import TopicFactory
 from streams.testing.topology_process import TopologyProcess
+
+if TYPE_CHECKING:
+    from testcontainers.core.network import Network
+
+    from streams.testing.container import KafkaContainer
 
 MODES = ("external", "container", "local")
 MODE_ENV = "STREAMS_KAFKA"
@@ -136,12 +142,17 @@ def docker_required() -> bool:
 def require_docker() -> None:
     """Return when Docker answers; else skip the test (or fail it where Docker is required)."""
     reason = docker_unavailable_reason()
-    if reason is None:
-        return
+    if reason is not None:
+        docker_missing(reason)
+
+
+def docker_missing(reason: str) -> NoReturn:
+    """Skip the test for want of ``reason`` (something Docker tests need), or fail it on CI
+    or with ``STREAMS_REQUIRE_DOCKER=1``, where container tests must run."""
     if docker_required():
         pytest.fail(
             f"Docker is required here (CI or {REQUIRE_DOCKER_ENV}=1) but {reason}; "
-            "start a daemon (bash .ci/docker.sh)",
+            "`bash .ci/docker.sh` sets up the daemon and the local Kafka image",
             pytrace=False,
         )
     pytest.skip(f"needs Docker: {reason}")
@@ -159,6 +170,8 @@ def _image(config: pytest.Config) -> str | None:
 def kafka_container(pytestconfig: pytest.Config) -> Iterator[KafkaContainer]:
     """One Kafka container for the whole session, removed at the end (needs Docker)."""
     require_docker()
+    from streams.testing.container import KafkaContainer  # noqa: PLC0415 - the testing extra
+
     container = KafkaContainer(_image(pytestconfig))
     container.start()
     _started(pytestconfig, container)
@@ -172,6 +185,8 @@ def kafka_container(pytestconfig: pytest.Config) -> Iterator[KafkaContainer]:
 def docker_network() -> Iterator[Network]:
     """A Docker network for this test (containers reach each other by alias), removed after."""
     require_docker()
+    from testcontainers.core.network import Network  # noqa: PLC0415 - the testing extra
+
     network = Network()
     network.create()
     try:
@@ -183,6 +198,8 @@ def docker_network() -> Iterator[Network]:
 def _remove_network(network: Network) -> None:
     # Containers of longer-lived fixtures (or ones torn down after this) may still be
     # attached; Docker refuses to remove a network with endpoints, so detach them first.
+    import docker  # type: ignore[import-untyped]  # noqa: PLC0415 - the testing extra
+
     handle = docker.from_env().networks.get(network.name)
     for container in handle.containers:
         handle.disconnect(container, force=True)
@@ -196,6 +213,8 @@ def make_kafka_container(
     """``make_kafka_container(network=None, alias=None, image=None, **kw)``: a started
     ``KafkaContainer`` of its own (a second cluster, say), removed after the test."""
     require_docker()
+    from streams.testing.container import KafkaContainer  # noqa: PLC0415 - the testing extra
+
     started: list[KafkaContainer] = []
 
     def make(image: str | None = None, **kwargs: Any) -> KafkaContainer:

@@ -17,7 +17,7 @@ from streams.admin import admin_client
 from streams.broker import free_port
 from streams.testing import LOCAL_IMAGE, KafkaIO, wait_until
 from streams.testing.container import image_present
-from streams.testing.plugin import docker_required, require_docker
+from streams.testing.plugin import docker_missing, require_docker
 
 pytestmark = pytest.mark.container
 
@@ -30,9 +30,7 @@ def stack() -> Iterator[str]:
     """The stack on a free host port, under a project name of its own; down after."""
     require_docker()
     if not image_present(LOCAL_IMAGE):
-        if docker_required():
-            pytest.fail(f"{LOCAL_IMAGE} is not built (make image)", pytrace=False)
-        pytest.skip(f"{LOCAL_IMAGE} is not built (make image)")
+        docker_missing(f"{LOCAL_IMAGE} is not built (make image)")
     port = free_port()
     env = {
         **os.environ,

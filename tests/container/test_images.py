@@ -15,7 +15,7 @@ from streams.broker import free_port
 from streams.broker.readiness import wait_ready
 from streams.testing import LOCAL_IMAGE
 from streams.testing.container import LABEL, image_present
-from streams.testing.plugin import docker_required, require_docker
+from streams.testing.plugin import docker_missing, require_docker
 
 pytestmark = pytest.mark.container
 
@@ -25,9 +25,7 @@ STACK = ROOT / "compose" / "stack.sh"
 
 def _need(condition: bool, reason: str) -> None:
     if not condition:
-        if docker_required():
-            pytest.fail(f"required here (CI) but {reason}", pytrace=False)
-        pytest.skip(reason)
+        docker_missing(reason)
 
 
 @pytest.fixture

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from streams.testing.plugin import require_docker
+
+pytestmark = pytest.mark.container
 pytest_plugins = ["pytester"]
 
 _SUITE = """
@@ -23,11 +26,19 @@ def test_second_uses_the_same_container(kafka_bootstrap, kafka_container):
 """
 
 
+@pytest.fixture
+def docker_here() -> None:
+    # Skipped (failed on CI) here, like every container test, when Docker is missing: the
+    # inner session inherits the environment, so it decides the same way; and it needs
+    # both of its tests to pass, so it cannot pass by skipping.
+    require_docker()
+
+
+@pytest.mark.usefixtures("docker_here")
 def test_container_mode_runs_the_session_on_one_container(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
-    monkeypatch.setenv("STREAMS_REQUIRE_DOCKER", "1")
     pytester.makepyfile(test_suite=_SUITE)
 
     result = pytester.runpytest_subprocess("--kafka", "container", "-s", "-p", "no:cacheprovider")
