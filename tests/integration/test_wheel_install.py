@@ -1,0 +1,161 @@
+"""The wheel works on its own: built as ``make dist`` builds it, installed with pip into a
+new virtualenv in an empty folder outside the repository, ``streams demo`` passes there.
+
+The wheel is built from a copy of the working tree (the files git tracks or would track),
+so the repository's ``build/`` and ``dist/`` stay untouched. Dependencies come from PyPI
+through pip's cache. Only the core dependencies are installed, so this also proves the
+demo and the commands need no extra. About a minute: build ~15 s, install ~10 s, demo
+~25 s. Every folder it makes is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.timeout(900)
+
+
+@dataclass
+class Installed:
+    wheel: Path
+    venv: Path
+    empty: Path  # an empty folder outside the repository, the commands' cwd
+    home: Path
+    timings: dict[str, float]
+
+    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        """``streams ARGS`` from the venv, in the empty folder, with a bare environment:
+        nothing of the repository (PATH, PYTHONPATH, the schemas folder) leaks in."""
+        environ = {
+            "PATH": f"{self.venv / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin",
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+            "COLUMNS": "120",
+            **env,
+        }
+        return subprocess.run(
+            [str(self.venv / "bin" / args[0]), *args[1:]],
+            cwd=self.empty,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+
+
+def _check(cmd: list[str], cwd: Path | None = None) -> None:
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, f"{' '.join(cmd)}:\n{result.stdout}\n{result.stderr}"
+
+
+def _copy_tree(target: Path) -> None:
+    """The working tree's files that git tracks or would track (not .venv, build, dist)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if not source.exists() and not source.is_symlink():
+            continue  # deleted in the working tree, not yet in git
+        dest = target / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():  # streams/examples/{topology,schemas} -> ../../...
+            dest.symlink_to(os.readlink(source))
+        else:
+            shutil.copy2(source, dest)
+
+
+@pytest.fixture(scope="module")
+def installed() -> Iterator[Installed]:
+    timings: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="streams-wheel-") as tmp:
+        base = Path(tmp)
+        src, dist, venv = base / "src", base / "dist", base / "venv"
+        empty, home = base / "empty", base / "home"
+        for folder in (empty, home):
+            folder.mkdir()
+
+        started = time.monotonic()
+        _copy_tree(src)
+        # The command `make dist` runs (an isolated build: setuptools and Cython from PyPI).
+        pip = [sys.executable, "-m", "pip"]
+        _check([*pip, "wheel", "--no-deps", "--wheel-dir", str(dist), "."], cwd=src)
+        timings["wheel build"] = time.monotonic() - started
+        (wheel,) = dist.glob("streams-*.whl")
+
+        started = time.monotonic()
+        # No pip inside the venv (ensurepip takes seconds): this pip installs into it.
+        _check([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+        _check([*pip, "--python", str(venv / "bin" / "python"), "install", "-q", str(wheel)])
+        timings["venv install"] = time.monotonic() - started
+
+        yield Installed(wheel, venv, empty, home, timings)
+        print("timings:", ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+
+
+def test_the_wheel_carries_the_examples_and_the_compiled_codec(installed: Installed) -> None:
+    names = set(zipfile.ZipFile(installed.wheel).namelist())
+    for example in (ROOT / "topology").glob("*.py"):
+        assert f"streams/examples/topology/{example.name}" in names
+    for schema in (ROOT / "schemas").rglob("*"):
+        if schema.is_file():
+            relative = schema.relative_to(ROOT / "schemas").as_posix()
+            assert f"streams/examples/schemas/{relative}" in names
+    assert "streams/py.typed" in names
+    assert not [n for n in names if n.startswith(("tests/", "topology/", "schemas/"))]
+    compiled = [n for n in names if n.startswith("streams/codec/_compiled_")]
+    if os.environ.get("STREAMS_REQUIRE_COMPILED") == "1":  # CI: the C compiler is there
+        assert len(compiled) == 2, sorted(names)
+
+
+def test_the_installed_package_is_the_wheel_and_needs_no_extra(installed: Installed) -> None:
+    code = "import streams, streams.testing, streams.demo.runner; print(streams.__file__)"
+    result = installed.run("python", "-c", code)
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()).is_relative_to(installed.venv)
+
+
+def test_help_and_a_missing_schemas_folder_from_an_empty_folder(installed: Installed) -> None:
+    helped = installed.run("streams", "--help")
+    assert helped.returncode == 0, helped.stderr
+    assert "Usage: streams" in helped.stdout
+    assert "demo" in helped.stdout
+
+    listed = installed.run("streams", "schemas", "list")
+    assert listed.returncode == 1
+    lines = listed.stderr.strip().splitlines()
+    assert len(lines) == 1, listed.stderr
+    assert lines[0].startswith(f"error: no schemas folder at {installed.empty / 'schemas'}")
+
+
+def test_the_demo_passes_from_the_installed_wheel(
+    installed: Installed, kafka_bootstrap: str
+) -> None:
+    started = time.monotonic()
+    result = installed.run(
+        "streams",
+        "demo",
+        KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap,
+        STREAMS_STATE_DIR=str(installed.home / "state"),
+    )
+    installed.timings["demo"] = time.monotonic() - started
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert "demo done" in result.stdout
+    assert not list(installed.empty.iterdir()), "the demo wrote into the current folder"
