@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo test test-unit test-integration test-container lint fmt bench \
-        broker-up broker-down broker-status image up down clean
+        broker-up broker-down broker-status image up down clean dist
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -49,6 +49,12 @@ fmt: $(STAMP) ## format the code with ruff
 bench: $(STAMP) ## measure throughput against a bare confluent-kafka loop
 	$(BIN)/python -m streams.bench
 
+# Built in an isolated environment (setuptools, wheel and Cython from PyPI); stale build
+# output is removed first, so a module deleted from the tree cannot ride along.
+dist: $(STAMP) ## build the wheel into dist/ (the codec compiled with Cython when a C compiler is here)
+	rm -rf build/lib.* build/bdist.* dist/streams-*.whl
+	$(BIN)/pip wheel --no-deps --wheel-dir dist .
+
 broker-up: $(STAMP) ## start the local Apache Kafka broker
 	$(BIN)/streams broker up
 
@@ -68,5 +74,5 @@ down: ## stop the compose stack and remove its data
 	bash compose/stack.sh down
 
 clean: ## remove the virtualenv and caches (the Kafka jar cache stays)
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
