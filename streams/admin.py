@@ -17,6 +17,10 @@ class TopicError(StreamsError):
     """A topic could not be created, described or deleted."""
 
 
+class TopicExistsError(TopicError):
+    """The topic to create exists already."""
+
+
 _ADMINS: dict[tuple[str, frozenset[tuple[str, str | int | float]]], AdminClient] = {}
 
 
@@ -46,24 +50,36 @@ def create_topic(
     *,
     exist_ok: bool = False,
     timeout: float = 30.0,
-) -> None:
+    replication_factor: int = 1,
+) -> bool:
     """Create ``name`` and wait until the broker's metadata shows it with every leader.
 
     The controller confirms a creation before every broker knows the topic; waiting for the
     metadata means a producer or consumer started next never sees "unknown topic". With
     ``exist_ok``, a topic another client has just created is waited for the same way.
+    ``replication_factor`` -1 takes the broker's ``default.replication.factor``.
+    Returns False when the topic existed already (``exist_ok``); raises
+    ``TopicExistsError`` for that without ``exist_ok``, ``TopicError`` for other refusals.
     """
     topic = NewTopic(
-        name, num_partitions=partitions, replication_factor=1, config=dict(config or {})
+        name,
+        num_partitions=partitions,
+        replication_factor=replication_factor,
+        config=dict(config or {}),
     )
     future = admin.create_topics([topic], operation_timeout=timeout, request_timeout=timeout)[name]
+    created = True
     try:
         future.result(timeout=timeout)
     except KafkaException as exc:
         err: KafkaError = exc.args[0]
-        if not (exist_ok and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
+        if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise TopicError(f"cannot create topic {name!r}: {err.str()}") from exc
+        if not exist_ok:
+            raise TopicExistsError(f"topic {name!r} already exists") from exc
+        created = False
     _wait_metadata(admin, [name], present=True, timeout=timeout)
+    return created
 
 
 def delete_topics(admin: AdminClient, names: Iterable[str], timeout: float = 30.0) -> None:

@@ -9,9 +9,11 @@ import traceback
 import typer
 from confluent_kafka import KafkaError, KafkaException
 
-from streams.cli import broker, demo, describe, dlq, run, schemas
+from streams.cli import broker, demo, describe, dlq, run, schemas, topics
+from streams.cli import consume as consume_cli
 from streams.cli import lag as lag_cli
 from streams.cli import offsets as offsets_cli
+from streams.cli import produce as produce_cli
 from streams.cli import replay as replay_cli
 from streams.cli._common import fail
 from streams.errors import StreamsError
@@ -33,6 +35,9 @@ app.command("run")(run.run)
 app.add_typer(offsets_cli.app, name="offsets")
 app.command("replay")(replay_cli.replay_command)
 app.command("lag")(lag_cli.lag_command)
+app.add_typer(topics.app, name="topics")
+app.command("produce")(produce_cli.produce_command)
+app.command("consume")(consume_cli.consume_command)
 
 
 @app.callback()

@@ -23,7 +23,12 @@ from confluent_kafka import (
     KafkaException,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConfigResource,
+    OffsetSpec,
+    ResourceType,
+)
 
 from streams.config import client_config, external_bootstrap
 from streams.coordinates import TP
@@ -215,9 +220,28 @@ class Cluster:
 
     def topics(self) -> set[str]:
         """The names of every topic in the cluster."""
+        return set(self.topic_metadata())
+
+    def topic_metadata(self, topic: str | None = None) -> dict[str, Any]:
+        """confluent-kafka's ``TopicMetadata`` (partitions with leader, replicas, ISR) of
+        every topic, or of ``topic`` alone (check it exists with ``partitions`` first)."""
         self.check()
-        md = self._wait("list topics", lambda: self.admin.list_topics(timeout=self.timeout))
-        return set(md.topics)
+        md = self._wait(
+            f"describe topic {topic!r}" if topic else "list topics",
+            lambda: self.admin.list_topics(topic, timeout=self.timeout),
+        )
+        return dict(md.topics)
+
+    def topic_configs(self, topic: str) -> list[Any]:
+        """confluent-kafka's ``ConfigEntry`` of every config of ``topic`` (name, value,
+        source, is_default, is_sensitive)."""
+        self.check()
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        result = self._request(
+            f"describe configs of topic {topic!r}",
+            lambda: self.admin.describe_configs([resource], request_timeout=self.timeout),
+        )
+        return list(result[resource].values())
 
     def select(self, selection: TopicSelection) -> list[int]:
         """The partitions a selection names, checked to exist. Raises ``UnknownTopicError``."""

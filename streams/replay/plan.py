@@ -73,12 +73,15 @@ def plan_replay(
     *,
     group: str | None = None,
     at_ms: int | None = None,
+    read_committed: bool = True,
 ) -> ReplayPlan:
     """Resolve ``start``/``end`` on every selected partition of ``source``.
 
     ``group`` supplies committed offsets for shifts; ``at_ms`` fixes "now" (for durations
-    ago). Blocks on a few broker lookups; raises ``PositionError``/``RangeError`` for bad
-    positions, ``UnknownTopicError``, ``ClusterError``.
+    ago); ``read_committed`` False resolves ``latest`` to the high watermark instead of
+    the last stable offset (for readers that see open transactions). Blocks on a few
+    broker lookups; raises ``PositionError``/``RangeError`` for bad positions,
+    ``UnknownTopicError``, ``ClusterError``.
     """
     at = now_ms() if at_ms is None else at_ms
     partitions = partitions_for(cluster, source, start, end)
@@ -86,7 +89,7 @@ def plan_replay(
     if end is not None:
         wanted += [end.for_partition(p) for p in partitions]
     states = partition_states(
-        cluster, source.topic, partitions, wanted, at, group=group, read_committed=True
+        cluster, source.topic, partitions, wanted, at, group=group, read_committed=read_committed
     )
     ranges = []
     for p in partitions:

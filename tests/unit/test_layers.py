@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"topology"},
     {"pipeline"},
     {"runtime"},
-    {"testing", "replay"},
+    {"testing", "replay", "tools"},
     {"cli", "demo", "bench", "__main__"},
 ]
 LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}

@@ -1,0 +1,182 @@
+"""``streams consume TOPIC``: print a topic's envelopes, decoded, as JSON lines or a table.
+
+A thin layer over ``streams.tools.consume``. Reads without a consumer group and commits
+nothing. Ctrl-C stops it quietly with exit status 130.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import typer
+from confluent_kafka import Message
+from rich.table import Table
+
+from streams.cli._common import (
+    BootstrapOpt,
+    ConfigFileOpt,
+    SchemasOpt,
+    SettingOpt,
+    TimeoutOpt,
+    console,
+    use_schemas,
+)
+from streams.cli.replay import POSITIONS_HELP
+from streams.codec.avro import AvroCodec
+from streams.config import client_settings
+from streams.replay import Cluster, RecordFilter, parse_position_spec, parse_topic_selection
+from streams.schemas.catalog import default_catalog
+from streams.tools.consume import ConsumeRequest, raw_view, read_batches, view
+
+View = Callable[[Message], dict[str, Any]]
+DATA_WIDTH = 240  # characters of a payload a table row shows (it wraps)
+
+
+class Format(StrEnum):
+    json = "json"
+    table = "table"
+    raw = "raw"
+
+
+class Isolation(StrEnum):
+    read_committed = "read_committed"
+    read_uncommitted = "read_uncommitted"
+
+
+TypesOpt = typer.Option(
+    [], "--type", help="Only records of this envelope type, ce_type (repeatable)."
+)
+KeysOpt = typer.Option([], "--key", help="Only records with this key (repeatable).")
+FormatOpt = typer.Option(
+    Format.json,
+    "--format",
+    help="json: one JSON object per line, decoded; table: one row per record; "
+    "raw: JSON lines of key and value as they are, not decoded.",
+)
+IsolationOpt = typer.Option(
+    Isolation.read_committed,
+    "--isolation",
+    help="read_committed skips records of open and aborted transactions.",
+)
+
+
+def consume_command(  # noqa: PLR0917 - a command's options
+    source: str = typer.Argument(
+        ..., metavar="TOPIC", help="Topic to read, or TOPIC:0,2 for some partitions."
+    ),
+    start: str = typer.Option(
+        "earliest", "--from", help=f"Where to start (default earliest): {POSITIONS_HELP}."
+    ),
+    end: str | None = typer.Option(
+        None,
+        "--to",
+        help="Where to stop (exclusive; default: the end offsets when the command starts). "
+        "Same forms as --from.",
+    ),
+    follow: bool = typer.Option(
+        False,
+        "--follow",
+        "-F",
+        help="Keep waiting for new records (until --max, --to or Ctrl-C) instead of stopping "
+        "at the end offsets as of the start.",
+    ),
+    types: list[str] = TypesOpt,
+    keys: list[str] = KeysOpt,
+    max_records: int | None = typer.Option(
+        None, "--max", "-n", min=0, help="Stop after N records (after the filters)."
+    ),
+    output: Format = FormatOpt,
+    headers: bool = typer.Option(False, "--headers", help="Show each record's headers too."),
+    isolation: Isolation = IsolationOpt,
+    schemas: Path | None = SchemasOpt,
+    bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
+    timeout: float = TimeoutOpt,
+    as_json: bool = typer.Option(False, "--json", help="The same as --format json."),
+) -> None:
+    """Print the records of TOPIC, decoded from their envelopes.
+
+    Each JSON line has topic, partition, offset, timestamp, key, and the envelope's id,
+    type, version, time, source, correlation_id, causation_id and data. A record that is
+    not an envelope (or whose type or version has no schema) is shown raw, key and value
+    as text when UTF-8, else base64 (key_base64, value_base64), with the reason under
+    "error"; reading goes on. No consumer group is joined and nothing is committed.
+    """
+    fmt = Format.json if as_json else output
+    request = ConsumeRequest(
+        parse_topic_selection(source),
+        parse_position_spec(start),
+        parse_position_spec(end) if end is not None else None,
+        follow=follow,
+        record_filter=RecordFilter.of(types, keys),
+        max_records=max_records,
+        read_committed=isolation is Isolation.read_committed,
+    )
+    show = _viewer(fmt, schemas, headers)
+    cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
+    try:
+        batches = read_batches(cluster, request)
+        if fmt is Format.table:
+            _print_tables(batches, show, streaming=follow)
+        else:
+            for batch in batches:
+                sys.stdout.write(
+                    "".join(json.dumps(show(m), ensure_ascii=False) + "\n" for m in batch)
+                )
+                sys.stdout.flush()
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    except BrokenPipeError:  # `streams consume t | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(0) from None
+
+
+def _viewer(fmt: Format, schemas: Path | None, with_headers: bool) -> View:
+    if fmt is Format.raw:
+        return lambda msg: raw_view(msg, with_headers=with_headers)
+    use_schemas(schemas)
+    codec = AvroCodec(default_catalog(), require_headers=False)
+    return lambda msg: view(msg, codec, with_headers=with_headers)
+
+
+def _print_tables(batches: Iterable[list[Message]], show: View, *, streaming: bool) -> None:
+    """One table at the end; with ``streaming`` (--follow), one per batch as it comes
+    (the header only on the first)."""
+    rows: list[dict[str, Any]] = []
+    first = True
+    for batch in batches:
+        rows.extend(show(m) for m in batch)
+        if streaming:
+            console.print(_table(rows, header=first))
+            rows, first = [], False
+    if not streaming or first:
+        console.print(_table(rows, header=True))
+
+
+def _table(rows: list[dict[str, Any]], *, header: bool) -> Table:
+    table = Table(show_header=header, caption=None if rows or not header else "no records")
+    table.add_column("p", justify="right", no_wrap=True)
+    table.add_column("offset", justify="right", no_wrap=True)
+    table.add_column("timestamp", overflow="fold", max_width=24)
+    for col in ("key", "type"):
+        table.add_column(col, overflow="fold", max_width=20)
+    table.add_column("data", overflow="fold", ratio=1)
+    for r in rows:
+        key = r["key"] if "key" in r else f"base64:{r['key_base64']}"
+        if "error" in r:
+            kind, shown = "(not an envelope)", f"error: {r['error']}"
+        else:
+            kind = f"{r['type']}@{r['version']}"
+            shown = json.dumps(r["data"], ensure_ascii=False)
+        if len(shown) > DATA_WIDTH:
+            shown = shown[: DATA_WIDTH - 1] + "…"
+        table.add_row(str(r["partition"]), str(r["offset"]), r["timestamp"] or "",
+                      "" if key is None else str(key), kind, shown)  # fmt: skip
+    return table

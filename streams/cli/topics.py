@@ -1,0 +1,204 @@
+"""``streams topics list | describe | create | delete``: manage a cluster's topics.
+
+A thin layer over ``streams.tools.topics``. ``delete`` asks on a terminal unless
+``--yes``, and refuses without a terminal (a script must say ``--yes``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from streams.cli._common import (
+    BootstrapOpt,
+    ConfigFileOpt,
+    JsonOpt,
+    SettingOpt,
+    TimeoutOpt,
+    console,
+    fail,
+    print_json,
+)
+from streams.config import client_settings
+from streams.replay import Cluster
+from streams.tools import topics as tools
+
+app = typer.Typer(
+    help="List, describe, create and delete topics.",
+    no_args_is_help=True,
+)
+
+TopicArg = typer.Argument(..., metavar="TOPIC", help="The topic's name.")
+TopicsArg = typer.Argument(..., metavar="TOPIC...", help="The topics to delete.")
+TopicConfigOpt = typer.Option(
+    [],
+    "--topic-config",
+    metavar="KEY=VALUE",
+    help="A topic config, e.g. cleanup.policy=compact or retention.ms=86400000 (repeatable).",
+)
+
+
+def _cluster(bootstrap: str, timeout: float, config_file: Path | None, x: list[str]) -> Cluster:
+    return Cluster(bootstrap, timeout, client_settings(config_file, x))
+
+
+@app.command("list")
+def list_command(  # noqa: PLR0917 - a command's options
+    include_internal: bool = typer.Option(
+        False, "--all", "-a", help="Include Kafka's internal topics (__consumer_offsets, ...)."
+    ),
+    bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
+    timeout: float = TimeoutOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Every topic with its partitions and replication factor."""
+    rows = tools.list_topics(
+        _cluster(bootstrap, timeout, config_file, client), internal=include_internal
+    )
+    if as_json:
+        print_json([r.as_dict() for r in rows])
+        return
+    table = Table(title=f"{len(rows)} topics")
+    table.add_column("topic")
+    table.add_column("partitions", justify="right")
+    table.add_column("replication", justify="right")
+    for r in rows:
+        table.add_row(r.name, str(r.partitions), str(r.replication_factor))
+    console.print(table)
+
+
+@app.command("describe")
+def describe_command(  # noqa: PLR0917 - a command's options
+    topic: str = TopicArg,
+    bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
+    timeout: float = TimeoutOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Partitions, offsets and configs of TOPIC.
+
+    Each partition with its leader, replicas, in-sync replicas, start and end offsets and
+    record count; then the topic's configs that are not Kafka's defaults, with where each
+    comes from (the topic itself, or the cluster's defaults).
+    """
+    info = tools.describe_topic(_cluster(bootstrap, timeout, config_file, client), topic)
+    if as_json:
+        print_json(info.as_dict())
+        return
+    table = Table(
+        title=f"{info.name}: {len(info.partitions)} partitions, replication factor "
+        f"{info.replication_factor}, {info.records:,} records"
+    )
+    for col in ("partition", "leader", "replicas", "isr", "start", "end", "records"):
+        table.add_column(col, justify="right")
+    for p in info.partitions:
+        table.add_row(
+            str(p.partition), str(p.leader), ",".join(map(str, p.replicas)),
+            ",".join(map(str, p.isr)), str(p.start), str(p.end), f"{p.records:,}",
+        )  # fmt: skip
+    console.print(table)
+    if not info.configs:
+        console.print("configs: all Kafka's defaults")
+        return
+    configs = Table(title="configs (not Kafka's defaults)")
+    for col in ("config", "value", "set by"):
+        configs.add_column(col)
+    for c in info.configs:
+        configs.add_row(c.name, "(secret)" if c.value is None else c.value, c.source)
+    console.print(configs)
+
+
+@app.command("create")
+def create_command(  # noqa: PLR0917 - a command's options
+    topic: str = TopicArg,
+    partitions: int = typer.Option(1, "--partitions", "-p", min=1, help="Number of partitions."),
+    replication_factor: int = typer.Option(
+        -1,
+        "--replication-factor",
+        "-r",
+        min=-1,
+        help="Replicas of each partition (default -1: the broker's default.replication.factor).",
+    ),
+    topic_configs: list[str] = TopicConfigOpt,
+    if_not_exists: bool = typer.Option(
+        False, "--if-not-exists", help="Succeed when the topic exists already (it is not changed)."
+    ),
+    bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
+    timeout: float = TimeoutOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Create TOPIC and wait until the brokers serve it.
+
+    Creating a topic that exists is an error unless --if-not-exists; with it, the topic
+    is left as it is, even when its partitions or configs differ from the options.
+    """
+    if replication_factor == 0:
+        raise typer.BadParameter("must be -1 (the broker's default) or at least 1",
+                                 param_hint="--replication-factor")  # fmt: skip
+    created = tools.create(
+        _cluster(bootstrap, timeout, config_file, client),
+        topic,
+        partitions=partitions,
+        replication_factor=replication_factor,
+        configs=tools.parse_topic_configs(topic_configs),
+        if_not_exists=if_not_exists,
+    )
+    if as_json:
+        print_json({"topic": topic, "created": created})
+    elif created:
+        console.print(f"created topic {topic} ({partitions} partitions)")
+    else:
+        console.print(f"topic {topic} exists already; left as it is")
+
+
+@app.command("delete")
+def delete_command(  # noqa: PLR0917 - a command's options
+    topics: list[str] = TopicsArg,
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    if_exists: bool = typer.Option(
+        False, "--if-exists", help="Skip topics that do not exist instead of failing."
+    ),
+    bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
+    timeout: float = TimeoutOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Delete topics with all their records.
+
+    Asks first on a terminal unless --yes; without a terminal (a script, a pipe) --yes is
+    required. A topic that does not exist is an error (nothing is deleted) unless
+    --if-exists.
+    """
+    cluster = _cluster(bootstrap, timeout, config_file, client)
+    if not yes:
+        _confirm(cluster, topics, if_exists=if_exists)
+    deleted = tools.delete(cluster, topics, if_exists=if_exists)
+    if as_json:
+        print_json({"deleted": deleted})
+    elif deleted:
+        console.print(f"deleted {', '.join(deleted)}")
+    else:
+        console.print("nothing to delete")
+
+
+def _confirm(cluster: Cluster, topics: list[str], *, if_exists: bool) -> None:
+    """Ask on the terminal before deleting; exit 1 when there is none, or on "no"."""
+    if not sys.stdin.isatty():
+        fail("refusing to delete topics without confirmation: no terminal to ask; pass --yes")
+    missing = set(tools.missing_topics(cluster, topics))
+    if missing and not if_exists:
+        return  # nothing is deleted: tools.delete says which topics do not exist
+    doomed = [t for t in dict.fromkeys(topics) if t not in missing]
+    if doomed and not typer.confirm(
+        f"Delete {', '.join(doomed)} and every record in them?", default=False
+    ):
+        fail("not confirmed; nothing was deleted")

@@ -1,0 +1,219 @@
+"""Read a topic's records and show them decoded: what ``streams consume`` does.
+
+Positions are ``streams replay``'s (``plan_replay``): by default from the earliest record
+to the end offsets as of the start; ``follow`` keeps reading new records instead (up to
+``--to`` when given). Partitions are assigned, as by replay: no consumer group is joined
+and nothing is committed. Records are read in batches (``Consumer.consume``).
+
+A record that is not an envelope of the catalog (garbage, a type or version without a
+schema, a tombstone) is shown raw, its key and value as text when UTF-8 (else base64,
+under ``key_base64``/``value_base64``), with the reason under ``error``. ``view`` never
+raises for a record's content.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Message, TopicPartition
+
+from streams.codec.avro import AvroCodec
+from streams.codec.errors import DecodeError
+from streams.replay.cluster import Cluster
+from streams.replay.errors import ReplayError
+from streams.replay.filters import RecordFilter
+from streams.replay.plan import plan_replay
+from streams.replay.positions import PositionSpec, TopicSelection, format_ms
+from streams.tools.jsonmap import envelope_fields
+
+BATCH = 1000
+POLL_TIMEOUT = 0.5  # seconds per consume call: how soon Ctrl-C and --follow's end are seen
+
+
+class ConsumeError(ReplayError):
+    """A partition could not be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeRequest:
+    """What to read: a topic (or some partitions), from ``start`` to ``end`` (exclusive;
+    None: the end offsets at the start, or never with ``follow``), the records that pass
+    ``record_filter``, at most ``max_records`` of them."""
+
+    selection: TopicSelection
+    start: PositionSpec
+    end: PositionSpec | None = None
+    follow: bool = False
+    record_filter: RecordFilter = field(default_factory=RecordFilter)
+    max_records: int | None = None
+    read_committed: bool = True
+
+
+def read_batches(cluster: Cluster, request: ConsumeRequest) -> Iterator[list[Message]]:
+    """Batches of the records ``request`` asks for, in offset order per partition.
+
+    Blocks on the broker; ends when every partition reached its end, or after
+    ``max_records``; with ``follow`` and no end, runs until the caller stops iterating
+    (or Ctrl-C). Raises ``PositionError``, ``UnknownTopicError``, ``ClusterError``,
+    ``ConsumeError``.
+    """
+    plan = plan_replay(
+        cluster,
+        request.selection,
+        request.start,
+        request.end,
+        read_committed=request.read_committed,
+    )
+    bounded = request.end is not None or not request.follow
+    ends: dict[int, int | None] = {
+        r.partition: r.end if bounded else None for r in plan.ranges if not bounded or r.size > 0
+    }
+    limit = request.max_records
+    if not ends or limit == 0:
+        return
+    consumer = _consumer(cluster, request.read_committed)
+    try:
+        consumer.assign([TopicPartition(plan.topic, r.partition, r.start) for r in plan.ranges
+                         if r.partition in ends])  # fmt: skip
+        yield from _Reader(plan.topic, ends, request.record_filter, limit).run(consumer)
+    finally:
+        consumer.close()
+
+
+def _consumer(cluster: Cluster, read_committed: bool) -> Consumer:
+    return Consumer(
+        cluster.client_config(
+            **{
+                # never joined nor committed (we assign): the id only satisfies the client
+                "group.id": f"streams-consume-{uuid.uuid4().hex[:12]}",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": True,
+                "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+                "auto.offset.reset": "earliest",
+            }
+        )
+    )
+
+
+@dataclass(slots=True)
+class _Reader:
+    topic: str
+    ends: dict[int, int | None]  # partition -> end offset (exclusive), None: no end
+    record_filter: RecordFilter
+    limit: int | None
+
+    def run(self, consumer: Consumer) -> Iterator[list[Message]]:
+        everything = self.record_filter.everything
+        kept = 0
+        while self.ends:
+            batch: list[Message] = []
+            done: set[int] = set()
+            for msg in consumer.consume(BATCH, timeout=POLL_TIMEOUT):
+                p: int = msg.partition()  # type: ignore[assignment]
+                if p not in self.ends or p in done:
+                    continue  # finished: records fetched before the unassign
+                end = self.ends[p]
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        if end is not None:
+                            done.add(p)  # the log ends at or before the range's end
+                        continue
+                    raise ConsumeError(f"reading {self.topic}:{p} failed: {err.str()}")
+                offset: int = msg.offset()  # type: ignore[assignment]
+                if end is not None and offset >= end:
+                    done.add(p)
+                    continue
+                if everything or self.record_filter.matches(msg.key(), msg.headers()):  # type: ignore[arg-type]
+                    batch.append(msg)
+                    kept += 1
+                    if self.limit is not None and kept >= self.limit:
+                        yield batch
+                        return
+                if end is not None and offset + 1 >= end:
+                    done.add(p)
+            finished = [TopicPartition(self.topic, p) for p in done]
+            for p in done:
+                del self.ends[p]
+            if finished:
+                consumer.incremental_unassign(finished)
+            if batch:
+                yield batch
+
+
+def _text(data: bytes | None, name: str, into: dict[str, Any]) -> None:
+    """``data`` under ``name`` as text when UTF-8, else base64 under ``<name>_base64``."""
+    if data is None:
+        into[name] = None
+        return
+    try:
+        into[name] = data.decode()
+    except UnicodeDecodeError:
+        into[f"{name}_base64"] = base64.b64encode(data).decode("ascii")
+
+
+def headers_view(headers: list[tuple[str, bytes | None]] | None) -> dict[str, Any]:
+    """Headers by name, values as text (UTF-8, else ``base64:...``); a name that repeats
+    has the list of its values."""
+    out: dict[str, Any] = {}
+    for name, raw in headers or ():
+        if raw is None:
+            value: str | None = None
+        else:
+            try:
+                value = raw.decode()
+            except UnicodeDecodeError:
+                value = "base64:" + base64.b64encode(raw).decode("ascii")
+        if name in out:
+            previous = out[name]
+            out[name] = [*previous, value] if isinstance(previous, list) else [previous, value]
+        else:
+            out[name] = value
+    return out
+
+
+def coordinates(msg: Message) -> dict[str, Any]:
+    """Topic, partition, offset, timestamp (ISO 8601 UTC) and key of a record."""
+    kind, ms = msg.timestamp()
+    view: dict[str, Any] = {
+        "topic": msg.topic(),
+        "partition": msg.partition(),
+        "offset": msg.offset(),
+        "timestamp": format_ms(ms) if kind != TIMESTAMP_NOT_AVAILABLE and ms >= 0 else None,
+    }
+    _text(msg.key(), "key", view)
+    return view
+
+
+def raw_view(msg: Message, *, with_headers: bool = False) -> dict[str, Any]:
+    """A record as it is on the wire: coordinates, key, value (text or base64)."""
+    view = coordinates(msg)
+    _text(msg.value(), "value", view)
+    if with_headers:
+        view["headers"] = headers_view(msg.headers())  # type: ignore[arg-type]
+    return view
+
+
+def view(msg: Message, codec: AvroCodec, *, with_headers: bool = False) -> dict[str, Any]:
+    """A record decoded: coordinates, key, then the envelope's fields (its payload as
+    JSON, ``streams.tools.jsonmap``). A record that does not decode is ``raw_view`` with
+    an ``error``."""
+    headers = msg.headers()
+    try:
+        env = codec.decode(msg.value(), headers)
+        fields = envelope_fields(env)
+    except DecodeError as exc:
+        broken = raw_view(msg, with_headers=with_headers)
+        broken["error"] = str(exc)
+        return broken
+    out = coordinates(msg)
+    del fields["key"]  # the record's key is shown; the envelope's is the same partition key
+    out.update(fields)
+    if with_headers:
+        out["headers"] = headers_view(headers)  # type: ignore[arg-type]
+    return out

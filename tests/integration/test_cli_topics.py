@@ -1,0 +1,123 @@
+"""``streams topics``: create, describe, list and delete a topic as a user would, on the broker."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from streams.admin import delete_topics
+from streams.testing.topics import unique_topic_name
+
+
+def streams(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``streams ARGS -b BOOTSTRAP`` with no terminal on stdin, as in a script."""
+    return subprocess.run(
+        [sys.executable, "-m", "streams", *args, "-b", bootstrap],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def topic_name(kafka_admin: AdminClient) -> Iterator[str]:
+    """A fresh topic name; the topic is deleted after the test if it still exists."""
+    name = unique_topic_name("cli-topics")
+    yield name
+    delete_topics(kafka_admin, [name])
+
+
+def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 1, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def test_create_describe_list_delete_round_trip(
+    kafka_bootstrap: str, kafka_admin: AdminClient, topic_name: str
+) -> None:
+    created = streams(
+        kafka_bootstrap,
+        "topics",
+        "create",
+        topic_name,
+        "-p",
+        "3",
+        "--topic-config",
+        "retention.ms=3600000",
+        "--topic-config",
+        "cleanup.policy=compact",
+    )
+    assert created.returncode == 0, created.stderr
+    assert f"created topic {topic_name}" in created.stdout
+
+    described = streams(kafka_bootstrap, "topics", "describe", topic_name, "--json")
+    assert described.returncode == 0, described.stderr
+    info = json.loads(described.stdout)
+    assert [p["partition"] for p in info["partitions"]] == [0, 1, 2]
+    assert all(p["leader"] >= 0 and p["isr"] == p["replicas"] for p in info["partitions"])
+    assert info["records"] == 0
+    assert info["configs"]["retention.ms"] == {"value": "3600000", "source": "topic"}
+    assert info["configs"]["cleanup.policy"] == {"value": "compact", "source": "topic"}
+
+    listed = streams(kafka_bootstrap, "topics", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["topic"]: r for r in json.loads(listed.stdout)}
+    assert rows[topic_name]["partitions"] == 3
+    assert rows[topic_name]["replication_factor"] == 1
+    assert not any(name.startswith("__") for name in rows)  # internal ones only with --all
+    everything = json.loads(streams(kafka_bootstrap, "topics", "list", "--all", "--json").stdout)
+    assert "__consumer_offsets" in {r["topic"] for r in everything}
+
+    # no terminal to ask and no --yes: refused, and the topic stays
+    refused = streams(kafka_bootstrap, "topics", "delete", topic_name)
+    assert "pass --yes" in one_error_line(refused)
+    assert topic_name in kafka_admin.list_topics(timeout=10).topics
+
+    deleted = streams(kafka_bootstrap, "topics", "delete", topic_name, "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    assert topic_name not in kafka_admin.list_topics(timeout=10).topics
+    again = streams(kafka_bootstrap, "topics", "delete", topic_name, "--yes")
+    assert "does not exist" in one_error_line(again)
+    skipped = streams(kafka_bootstrap, "topics", "delete", topic_name, "--yes", "--if-exists")
+    assert skipped.returncode == 0, skipped.stderr
+
+
+def test_creating_an_existing_topic_is_one_error_line_unless_if_not_exists(
+    kafka_bootstrap: str, topic_name: str
+) -> None:
+    assert streams(kafka_bootstrap, "topics", "create", topic_name).returncode == 0
+    again = streams(kafka_bootstrap, "topics", "create", topic_name, "-p", "4")
+    assert f"topic '{topic_name}' already exists" in one_error_line(again)
+    accepted = streams(
+        kafka_bootstrap, "topics", "create", topic_name, "-p", "4", "--if-not-exists"
+    )
+    assert accepted.returncode == 0, accepted.stderr
+    assert "exists already" in accepted.stdout
+    info = json.loads(streams(kafka_bootstrap, "topics", "describe", topic_name, "--json").stdout)
+    assert len(info["partitions"]) == 1  # left as it was
+
+
+def test_a_refused_creation_and_a_missing_topic_are_one_error_line(
+    kafka_bootstrap: str, topic_name: str
+) -> None:
+    too_many = streams(kafka_bootstrap, "topics", "create", topic_name, "-r", "3")
+    assert "replication factor" in one_error_line(too_many)
+    unknown = streams(kafka_bootstrap, "topics", "create", topic_name, "--topic-config", "nope=1")
+    assert "nope" in one_error_line(unknown)
+    missing = streams(kafka_bootstrap, "topics", "describe", topic_name)
+    assert "does not exist" in one_error_line(missing)
+
+
+def test_a_broker_that_does_not_answer_is_one_error_line() -> None:
+    # port 1: nothing listens there
+    result = streams("127.0.0.1:1", "topics", "list", "--timeout", "1")
+    assert "cannot reach Kafka at 127.0.0.1:1" in one_error_line(result)
