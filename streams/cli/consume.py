@@ -71,7 +71,10 @@ def consume_command(  # noqa: PLR0917 - a command's options
         ..., metavar="TOPIC", help="Topic to read, or TOPIC:0,2 for some partitions."
     ),
     start: str = typer.Option(
-        "earliest", "--from", help=f"Where to start (default earliest): {POSITIONS_HELP}."
+        "earliest",
+        "--from",
+        help=f"Where to start (default earliest): {POSITIONS_HELP}. No +N/-N here: consume "
+        "has no group.",
     ),
     end: str | None = typer.Option(
         None,

@@ -24,10 +24,10 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Messa
 from streams.codec.avro import AvroCodec
 from streams.codec.errors import DecodeError
 from streams.replay.cluster import Cluster
-from streams.replay.errors import ReplayError
+from streams.replay.errors import PositionError, ReplayError
 from streams.replay.filters import RecordFilter
 from streams.replay.plan import plan_replay
-from streams.replay.positions import PositionSpec, TopicSelection, format_ms
+from streams.replay.positions import PositionSpec, Shift, TopicSelection, format_ms
 from streams.tools.jsonmap import envelope_fields
 
 BATCH = 1000
@@ -61,6 +61,14 @@ def read_batches(cluster: Cluster, request: ConsumeRequest) -> Iterator[list[Mes
     (or Ctrl-C). Raises ``PositionError``, ``UnknownTopicError``, ``ClusterError``,
     ``ConsumeError``.
     """
+    for spec in (request.start, request.end):
+        if spec is not None and any(
+            isinstance(pos, Shift) for pos in (spec.default, *spec.per_partition.values())
+        ):
+            raise PositionError(
+                f"{spec}: consume reads without a consumer group, so there is no committed "
+                "offset to shift from; give an offset, a time or earliest/latest"
+            )
     plan = plan_replay(
         cluster,
         request.selection,

@@ -139,6 +139,8 @@ def test_consume_shows_a_garbage_record_raw_and_goes_on(
     bounded = consumed(kafka_bootstrap, topic, "--from", "1", "--to", "3")
     assert [r["offset"] for r in bounded] == [1, 2]
     assert len(consumed(kafka_bootstrap, topic, "--max", "3")) == 3
+    shifted = streams(kafka_bootstrap, "consume", topic, "--from=-2")
+    assert shifted.returncode == 1 and "no committed offset" in shifted.stderr
     table = streams(kafka_bootstrap, "consume", topic, "--format", "table")
     assert table.returncode == 0, table.stderr
     rows = [line for line in table.stdout.splitlines() if line.startswith("│ 0 │")]
