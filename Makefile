@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-unit test-integration test-container lint fmt bench \
+.PHONY: help setup demo test test-unit test-integration test-container lint docs docs-serve fmt bench \
         broker-up broker-down broker-status image up down clean dist
 
 help: ## list the targets
@@ -41,6 +41,13 @@ lint: $(STAMP) ## ruff and mypy
 	$(BIN)/ruff check streams tests $(wildcard topology)
 	$(BIN)/ruff format --check streams tests $(wildcard topology)
 	$(BIN)/mypy
+
+# NO_MKDOCS_2_WARNING: mkdocs-material's banner about its successor, printed on every build.
+docs: $(STAMP) ## build the docs site into site/ (mkdocs --strict: a broken link or reference fails)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP) ## serve the docs site on http://127.0.0.1:8000, rebuilt on every change
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict
 
 fmt: $(STAMP) ## format the code with ruff
 	$(BIN)/ruff format streams tests $(wildcard topology)
