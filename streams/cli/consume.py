@@ -25,6 +25,7 @@ from streams.cli._common import (
     SettingOpt,
     TimeoutOpt,
     console,
+    err_console,
     use_schemas,
 )
 from streams.cli.replay import POSITIONS_HELP
@@ -125,7 +126,7 @@ def consume_command(  # noqa: PLR0917 - a command's options
     show = _viewer(fmt, schemas, headers)
     cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     try:
-        batches = read_batches(cluster, request)
+        batches = read_batches(cluster, request, on_wait=_note)
         if fmt is Format.table:
             _print_tables(batches, show, streaming=follow)
         else:
@@ -139,6 +140,10 @@ def consume_command(  # noqa: PLR0917 - a command's options
     except BrokenPipeError:  # `streams consume t | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise typer.Exit(0) from None
+
+
+def _note(message: str) -> None:
+    err_console.print(message, highlight=False, soft_wrap=True)
 
 
 def _viewer(fmt: Format, schemas: Path | None, with_headers: bool) -> View:

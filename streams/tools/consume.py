@@ -14,8 +14,9 @@ raises for a record's content.
 from __future__ import annotations
 
 import base64
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,14 +25,15 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Messa
 from streams.codec.avro import AvroCodec
 from streams.codec.errors import DecodeError
 from streams.replay.cluster import Cluster
-from streams.replay.errors import PositionError, ReplayError
+from streams.replay.errors import PositionError, ReplayError, UnknownTopicError
 from streams.replay.filters import RecordFilter
-from streams.replay.plan import plan_replay
+from streams.replay.plan import ReplayPlan, plan_replay
 from streams.replay.positions import PositionSpec, Shift, TopicSelection, format_ms
 from streams.tools.jsonmap import envelope_fields
 
 BATCH = 1000
 POLL_TIMEOUT = 0.5  # seconds per consume call: how soon Ctrl-C and --follow's end are seen
+TOPIC_POLL_INTERVAL = 0.5  # seconds between metadata requests for a topic not created yet
 
 
 class ConsumeError(ReplayError):
@@ -53,13 +55,19 @@ class ConsumeRequest:
     read_committed: bool = True
 
 
-def read_batches(cluster: Cluster, request: ConsumeRequest) -> Iterator[list[Message]]:
+def read_batches(
+    cluster: Cluster,
+    request: ConsumeRequest,
+    on_wait: Callable[[str], None] | None = None,
+) -> Iterator[list[Message]]:
     """Batches of the records ``request`` asks for, in offset order per partition.
 
     Blocks on the broker; ends when every partition reached its end, or after
     ``max_records``; with ``follow`` and no end, runs until the caller stops iterating
-    (or Ctrl-C). Raises ``PositionError``, ``UnknownTopicError``, ``ClusterError``,
-    ``ConsumeError``.
+    (or Ctrl-C). With ``follow``, a topic that does not exist yet is waited for (as
+    kafka-console-consumer does: a consumer started before its producer is normal), and
+    ``on_wait`` hears once why. Raises ``PositionError``, ``UnknownTopicError`` (without
+    ``follow``), ``ClusterError``, ``ConsumeError``.
     """
     for spec in (request.start, request.end):
         if spec is not None and any(
@@ -69,13 +77,7 @@ def read_batches(cluster: Cluster, request: ConsumeRequest) -> Iterator[list[Mes
                 f"{spec}: consume reads without a consumer group, so there is no committed "
                 "offset to shift from; give an offset, a time or earliest/latest"
             )
-    plan = plan_replay(
-        cluster,
-        request.selection,
-        request.start,
-        request.end,
-        read_committed=request.read_committed,
-    )
+    plan = _plan(cluster, request, on_wait)
     bounded = request.end is not None or not request.follow
     ends: dict[int, int | None] = {
         r.partition: r.end if bounded else None for r in plan.ranges if not bounded or r.size > 0
@@ -90,6 +92,28 @@ def read_batches(cluster: Cluster, request: ConsumeRequest) -> Iterator[list[Mes
         yield from _Reader(plan.topic, ends, request.record_filter, limit).run(consumer)
     finally:
         consumer.close()
+
+
+def _plan(
+    cluster: Cluster, request: ConsumeRequest, on_wait: Callable[[str], None] | None
+) -> ReplayPlan:
+    told = False
+    while True:
+        try:
+            return plan_replay(
+                cluster,
+                request.selection,
+                request.start,
+                request.end,
+                read_committed=request.read_committed,
+            )
+        except UnknownTopicError:
+            if not request.follow:
+                raise
+            if not told and on_wait is not None:
+                on_wait(f"waiting for topic {request.selection.topic!r} to be created")
+            told = True
+            time.sleep(TOPIC_POLL_INTERVAL)
 
 
 def _consumer(cluster: Cluster, read_committed: bool) -> Consumer:

@@ -214,3 +214,37 @@ def test_count_with_rate_cycles_over_the_input(
     records = consumed(kafka_bootstrap, topic)
     assert len(records) == 7 and len({r["id"] for r in records}) == 7  # each a new envelope
     assert sorted(r["data"]["order_id"] for r in records) == ["o-1"] * 4 + ["o-2"] * 3
+
+
+def test_follow_waits_for_a_topic_that_does_not_exist_yet(kafka_bootstrap: str) -> None:
+    # A consumer started before the topology that creates its topic (the quickstart's order)
+    # waits for the topic; without --follow a missing topic is an error at once.
+    topic = unique_topic_name("cli-later")
+    missing = streams(kafka_bootstrap, "consume", topic)
+    assert missing.returncode == 1
+    assert "does not exist" in missing.stderr
+
+    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "streams", "consume", topic, "--follow", "--max", "1"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert follower.stderr is not None
+        # the one line saying what it waits for comes before the topic exists
+        assert "waiting for topic" in follower.stderr.readline()
+        assert streams(kafka_bootstrap, "topics", "create", topic).returncode == 0
+        wrote = streams(
+            kafka_bootstrap, "produce", topic, "--type", "order.placed@2", stdin=order("o-9", "c-9")
+        )
+        assert wrote.returncode == 0, wrote.stderr
+        out, _ = follower.communicate(timeout=60)
+    finally:
+        follower.kill()
+        streams(kafka_bootstrap, "topics", "delete", topic, "--yes", "--if-exists")
+    assert follower.returncode == 0
+    assert [json.loads(line)["data"]["order_id"] for line in out.splitlines()] == ["o-9"]
