@@ -3,7 +3,7 @@
 The demo runs against ``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker on the
 default port (started if needed and left running, so you can look around afterwards).
 The steps read the example topologies and schemas shipped in ``streams.examples``, so the
-demo works from an installed wheel: for the run, ``STREAMS_SCHEMAS_DIR`` points at the
+demo works from an installed wheel: for the run, ``STREAMS_SCHEMAS`` points at the
 example schemas (every ``default_catalog()`` of the topologies and the runtime loads them),
 and is restored afterwards. The topics named through the context are deleted at the end,
 also when a step fails; a step's RuntimeError propagates after that.
@@ -26,6 +26,7 @@ from streams.demo.failures import step_failures
 from streams.demo.replay import step_replay
 from streams.demo.round_trip import step_round_trip
 from streams.demo.schemas import step_schemas
+from streams.demo.shell import step_shell
 from streams.demo.state import step_state
 from streams.demo.testing import step_testing
 from streams.demo.topology import step_topology
@@ -35,6 +36,7 @@ from streams.schemas import SCHEMAS_DIR_ENV
 STEPS: list[Callable[[DemoContext], None]] = [
     step_round_trip,
     step_schemas,
+    step_shell,
     step_topology,
     step_failures,
     step_state,
