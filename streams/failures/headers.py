@@ -17,6 +17,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from streams.failures.errors import FailureHeaderError
+from streams.timespec import format_instant, parse_instant
 
 Header = tuple[str, bytes | None]
 Headers = Sequence[Header]
@@ -135,14 +136,13 @@ def describe_exception(exc: BaseException) -> tuple[str, str, str]:
 
 def format_time(value: datetime) -> str:
     """ISO-8601 UTC with milliseconds and a ``Z``; naive datetimes are taken as UTC."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return format_instant(value if value.tzinfo is not None else value.replace(tzinfo=UTC))
 
 
 def parse_time(text: str) -> datetime:
-    parsed = datetime.fromisoformat(text)
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    """A time header (``format_time``'s form) as an aware UTC datetime; raises
+    ``TimeSpecError`` (a ``ValueError``) when it is not an instant with a zone."""
+    return parse_instant(text)
 
 
 def failure_headers(info: FailureInfo) -> list[tuple[str, bytes]]:

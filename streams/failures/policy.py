@@ -8,7 +8,6 @@ and the attempt count into a destination. Nothing here blocks or touches Kafka.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -17,6 +16,7 @@ from typing import Any
 
 from streams.codec.errors import DecodeError
 from streams.failures.errors import CrashLoopError, RetryPolicyError
+from streams.timespec import TimeSpecError, format_duration, parse_duration
 
 
 class Verdict(Enum):
@@ -29,31 +29,18 @@ class Verdict(Enum):
 Classifier = Callable[[BaseException], Verdict | None]
 """Decides for one exception; ``None`` means "no opinion", the default (retry) applies."""
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-
 
 def parse_delay(text: str) -> timedelta:
-    """``"500ms"``, ``"30s"``, ``"5m"``, ``"1h"``, ``"1m30s"`` → a positive timedelta.
-
-    Raises ``RetryPolicyError`` for anything else (no unit, negative, zero, unknown unit).
-    """
-    spec = text.strip().lower().replace(" ", "")
-    pos = 0
-    seconds = 0.0
-    for match in _PART.finditer(spec):
-        if match.start() != pos:
-            break
-        seconds += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    if not spec or pos != len(spec):
-        raise RetryPolicyError(
-            f"bad retry delay {text!r}: expected a number and a unit (ms, s, m, h, d), "
-            "e.g. '30s' or '1m30s'"
-        )
-    if seconds <= 0:
+    """A positive duration in the shared grammar (``streams.timespec``): ``"500ms"``,
+    ``"30s"``, ``"1m30s"``, ``"1.5s"``, ``"PT2H"``, ... Raises ``RetryPolicyError`` for
+    anything else, and for zero (a retry tier must wait)."""
+    try:
+        delay = parse_duration(text)
+    except TimeSpecError as exc:
+        raise RetryPolicyError(f"bad retry delay: {exc}") from None
+    if delay <= timedelta(0):
         raise RetryPolicyError(f"bad retry delay {text!r}: must be greater than zero")
-    return timedelta(seconds=seconds)
+    return delay
 
 
 def parse_delays(spec: str | Iterable[str | timedelta]) -> tuple[timedelta, ...]:
@@ -72,11 +59,7 @@ def parse_delays(spec: str | Iterable[str | timedelta]) -> tuple[timedelta, ...]
 
 def format_delay(delay: timedelta) -> str:
     """The shortest spec ``parse_delay`` reads back to the same delay (to the millisecond)."""
-    ms = round(delay.total_seconds() * 1000)
-    for unit, factor in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms % factor == 0:
-            return f"{ms // factor}{unit}"
-    return f"{ms}ms"
+    return format_duration(delay)
 
 
 @dataclass(frozen=True, slots=True)

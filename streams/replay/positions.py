@@ -17,8 +17,9 @@ form                meaning                                     Kafka's reset op
 ==================  ==========================================  =========================
 
 Plain integers are offsets; epoch milliseconds take an ``@`` so the two never collide.
-Parsing is pure and raises ``PositionError``; resolution against a partition's state is in
-``streams.replay.resolve``.
+Times and durations are read by ``streams.timespec``, the grammar every command shares
+(a time without a zone is refused). Parsing is pure and raises ``PositionError``;
+resolution against a partition's state is in ``streams.replay.resolve``.
 """
 
 from __future__ import annotations
@@ -26,9 +27,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from streams.replay.errors import PositionError
+from streams.timespec import (
+    TimeSpecError,
+    format_instant_ms,
+    looks_like_instant,
+    parse_duration_ms,
+    parse_instant_ms,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,50 +128,12 @@ class TopicSelection:
 
 _OFFSET = re.compile(r"\d+")
 _SHIFT = re.compile(r"[+-]\d+")
-_EPOCH_MS = re.compile(r"@(\d+)")
-_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_ISO_DURATION = re.compile(
-    r"P(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d{1,3})?)S)?)?",
-    re.IGNORECASE,
-)
-_SHORT_DURATION = re.compile(r"(?:(\d+)(ms|d|h|m|s))+")
-_SHORT_PART = re.compile(r"(\d+)(ms|d|h|m|s)")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _NAMES: dict[str, Position] = {
     "earliest": Earliest(),
     "beginning": Earliest(),
     "latest": Latest(),
     "end": Latest(),
 }
-
-
-def parse_duration_ms(text: str) -> int:
-    """Milliseconds of ``PT2H``/``P1DT30M`` (ISO 8601, days at most, like Java's
-    ``Duration.parse``) or ``2h``/``1h30m``/``45s``/``500ms``/``1d``. Raises ``PositionError``."""
-    raw = text.strip()
-    iso = _ISO_DURATION.fullmatch(raw)
-    if iso and raw.upper() not in {"P", "PT"} and any(iso.groupdict().values()):
-        d, h, m, s = (iso.group(k) for k in "dhms")
-        total = int(d or 0) * 86_400_000 + int(h or 0) * 3_600_000 + int(m or 0) * 60_000
-        return total + round(float(s or 0) * 1000)
-    if _SHORT_DURATION.fullmatch(raw.lower()):
-        return sum(int(n) * _UNIT_MS[unit] for n, unit in _SHORT_PART.findall(raw.lower()))
-    raise PositionError(f"not a duration: {text!r} (try PT2H, 2h, 30m, 1h30m, 45s)")
-
-
-def parse_timestamp_ms(text: str) -> int:
-    """Epoch ms of an ISO 8601 time with a zone (``Z`` or ``+01:00``) or of ``@<epoch-ms>``."""
-    raw = text.strip()
-    epoch = _EPOCH_MS.fullmatch(raw)
-    if epoch:
-        return int(epoch.group(1))
-    try:
-        when = datetime.fromisoformat(raw)
-    except ValueError as exc:
-        raise PositionError(f"not a position: {text!r}") from exc
-    if when.tzinfo is None:
-        raise PositionError(f"timestamp {text!r} needs a zone, e.g. {raw}Z or {raw}+01:00")
-    return round(when.timestamp() * 1000)
 
 
 def parse_position(text: str) -> Position:
@@ -177,12 +146,15 @@ def parse_position(text: str) -> Position:
         return AtOffset(int(raw))
     if _SHIFT.fullmatch(raw):
         return Shift(int(raw))
-    if raw.startswith("@") or _ISO_DATE.match(raw):
-        return AtTime(parse_timestamp_ms(raw))
+    if looks_like_instant(raw):
+        try:
+            return AtTime(parse_instant_ms(raw))
+        except TimeSpecError as exc:
+            raise PositionError(str(exc)) from None
     try:
         return Ago(parse_duration_ms(raw))
-    except PositionError:
-        pass
+    except TimeSpecError:
+        pass  # none of the forms: the error below lists them all
     raise PositionError(
         f"not a position: {text!r} (earliest, latest, an offset, +N/-N, an ISO time with "
         "zone, @epoch-ms, or a duration ago like 2h or PT2H)"
@@ -223,4 +195,4 @@ def parse_topic_selection(text: str) -> TopicSelection:
 
 def format_ms(ms: int) -> str:
     """An epoch-ms time as ISO 8601 UTC with milliseconds, for plans and summaries."""
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+    return format_instant_ms(ms)

@@ -15,7 +15,18 @@ from pathlib import Path
 import streams
 
 LAYERS: list[set[str]] = [
-    {"_lazy", "errors", "config", "logs", "coordinates", "envelope", "admin", "schemas", "codec"},
+    {
+        "_lazy",
+        "errors",
+        "timespec",
+        "config",
+        "logs",
+        "coordinates",
+        "envelope",
+        "admin",
+        "schemas",
+        "codec",
+    },
     {"examples"},
     {"state", "failures", "broker"},
     {"topology"},
