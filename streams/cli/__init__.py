@@ -1,4 +1,9 @@
-"""The ``streams`` command. Each group of subcommands lives in a module of its own."""
+"""The ``streams`` command. Each group of subcommands lives in a module of its own.
+
+``cli`` is the click command typer builds from ``app`` (the object mkdocs-click documents
+and the command-tree test walks); ``main`` is the console-script entry point. Exit codes
+are one table, ``EXIT_CODES``, shown in ``streams --help`` and in docs/cli.md.
+"""
 
 from __future__ import annotations
 
@@ -16,12 +21,28 @@ from streams.cli import offsets as offsets_cli
 from streams.cli import produce as produce_cli
 from streams.cli import replay as replay_cli
 from streams.cli._common import fail
+from streams.cli._help import StreamsGroup
 from streams.errors import StreamsError
 from streams.logs import configure_logging
 
+# Every exit status a command can end with. Usage errors are click's (unknown option,
+# missing argument, a value of the wrong type); a bad value our parsers refuse (a
+# position, a time) is an error like any StreamsError.
+EXIT_CODES: dict[int, str] = {
+    0: "done",
+    1: "error",
+    2: "usage error",
+    lag_cli.THRESHOLD_EXIT: "lag above --threshold (streams lag)",
+    130: "interrupted",
+}
+
 app = typer.Typer(
     name="streams",
+    cls=StreamsGroup,
     help="Event streaming on Apache Kafka: topologies, replay, schemas and a local broker.",
+    epilog="Exit status: "
+    + ", ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
+    + ". Help on any command: streams COMMAND --help.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -48,6 +69,13 @@ def _root(
     ),
 ) -> None:
     configure_logging("DEBUG" if verbose else None, json=True if log_json else None)
+
+
+def __getattr__(name: str) -> object:
+    # Built on use, so it holds every command registered above, whatever their order.
+    if name == "cli":
+        return typer.main.get_command(app)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:

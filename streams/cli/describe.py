@@ -1,4 +1,5 @@
-"""``streams describe FILE``: what a topology reads, does and writes, as text or Mermaid."""
+"""``streams describe FILE``: what a topology reads, does and writes, as text, Mermaid or
+JSON (``--json``: nodes, links, topics, stores and failure topics)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from pathlib import Path
 
 import typer
 
+from streams.cli._common import JsonOpt, SchemasOpt, print_json, use_schemas
 from streams.config import parse_key_values
 from streams.topology import load_topology
+from streams.topology.describe import describe_data
 
 # Shared with ``streams run``: how a topology file is selected and parametrised.
 AppIdOpt = typer.Option(
@@ -19,7 +22,11 @@ AppIdOpt = typer.Option(
     help="App id: consumer group and prefix of owned topics (default: the topology's).",
 )
 SetOpt = typer.Option(
-    [], "--set", "-s", help="KEY=VALUE passed to the file's build() (repeatable)."
+    [],
+    "--set",
+    "-s",
+    metavar="KEY=VALUE",
+    help="A parameter of the file's build() (repeatable).",
 )
 
 
@@ -34,15 +41,21 @@ class Format(StrEnum):
 
 
 FileArg = typer.Argument(..., help="A topology file, e.g. topology/orders.py.")
-FormatOpt = typer.Option(Format.text, "--format", "-f", help="text or mermaid.")
+FormatOpt = typer.Option(Format.text, "--format", "-f", help="Text, or a Mermaid flowchart.")
 
 
-def describe(
+def describe(  # noqa: PLR0917 - a command's options
     file: Path = FileArg,
     format: Format = FormatOpt,
     app_id: str | None = AppIdOpt,
     params: list[str] = SetOpt,
+    schemas: Path | None = SchemasOpt,
+    as_json: bool = JsonOpt,
 ) -> None:
     """Print a topology: its nodes and links, and the topics it reads, writes and owns."""
+    use_schemas(schemas)
     topology = load_topology(file, app_id=app_id, params=parse_params(params))
+    if as_json:
+        print_json(describe_data(topology))
+        return
     typer.echo(topology.describe(format.value), nl=False)

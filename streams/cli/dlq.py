@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,14 @@ from streams.cli._common import (
     BootstrapOpt,
     ConfigFileOpt,
     JsonOpt,
+    SchemasOpt,
     SettingOpt,
     TimeoutOpt,
     console,
     err_console,
     fail,
     styled,
+    use_schemas,
 )
 from streams.config import client_settings
 from streams.failures.dlq import (
@@ -42,34 +44,45 @@ from streams.failures.dlq import (
     read_dlq,
     summarize,
 )
-from streams.failures.errors import RetryPolicyError
 from streams.failures.headers import Headers, format_time
-from streams.failures.policy import parse_delay
 from streams.replay import Cluster
+from streams.timespec import TimeSpecError, parse_instant_or_ago
 
 app = typer.Typer(
-    help="Inspect a dead-letter topic (<app>-<topic>-dlq) and replay its records.",
+    help="Inspect a dead-letter topic (APP-TOPIC-dlq) and replay its records.",
     no_args_is_help=True,
 )
 
-DlqArg = typer.Argument(..., metavar="DLQ_TOPIC", help="The dead-letter topic, <app>-<topic>-dlq.")
+DlqArg = typer.Argument(..., metavar="DLQ_TOPIC", help="The dead-letter topic, APP-TOPIC-dlq.")
 ErrorOpt = typer.Option(
-    None, "--error-type", "-e", help="Only this exception class (ValueError or its full name)."
+    None,
+    "--error-type",
+    "-e",
+    metavar="CLASS",
+    help="Only this exception class (ValueError or its full name).",
 )
-KeyOpt = typer.Option(None, "--key", "-k", help="Only records with this key (UTF-8).")
-SourceOpt = typer.Option(None, "--source-topic", help="Only records that failed on this topic.")
+KeyOpt = typer.Option(
+    None, "--key", "-k", metavar="KEY", help="Only records with this key (UTF-8)."
+)
+SourceOpt = typer.Option(
+    None, "--source-topic", metavar="TOPIC", help="Only records that failed on this topic."
+)
 SinceOpt = typer.Option(
-    None, "--since", help="Failed at or after: an ISO time or a duration ago (30m, 2h, 1d)."
+    None,
+    "--since",
+    metavar="TIME",
+    help="Failed at or after: a time with a zone (2026-11-30T10:00:00Z, @EPOCH_MS) or a "
+    "duration ago (30m, 2h, PT2H).",
 )
-UntilOpt = typer.Option(None, "--until", help="Failed at or before: ISO time or duration ago.")
-SchemasOpt = typer.Option(
-    Path("schemas"),
-    "--schemas",
-    envvar="STREAMS_SCHEMAS_DIR",
-    help="Schemas folder used to decode envelopes (default ./schemas).",
+UntilOpt = typer.Option(
+    None, "--until", metavar="TIME", help="Failed at or before: a time or a duration ago."
 )
 RecordOpt = typer.Option(
-    [], "--record", "-r", help="Only this DLQ record, PARTITION:OFFSET (repeatable)."
+    [],
+    "--record",
+    "-r",
+    metavar="PARTITION:OFFSET",
+    help="Only this DLQ record (repeatable).",
 )
 
 
@@ -77,14 +90,9 @@ def _when(text: str | None, option: str) -> datetime | None:
     if text is None:
         return None
     try:
-        parsed = datetime.fromisoformat(text)
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    except ValueError:
-        pass
-    try:
-        return datetime.now(UTC) - parse_delay(text)
-    except RetryPolicyError:
-        fail(f"{option} expects an ISO time or a duration such as 30m, got {text!r}")
+        return parse_instant_or_ago(text)
+    except TimeSpecError as exc:
+        fail(f"{option}: {exc}")
 
 
 def _records(items: list[str]) -> frozenset[tuple[int, int]] | None:
@@ -230,9 +238,9 @@ def show(
     since: str | None = SinceOpt,
     until: str | None = UntilOpt,
     records: list[str] = RecordOpt,
-    limit: int = typer.Option(50, "--limit", "-n", help="At most this many (0: all)."),
+    limit: int = typer.Option(50, "--limit", "-n", metavar="N", help="At most this many (0: all)."),
     stacktrace: bool = typer.Option(False, "--stacktrace", help="Print the stack traces too."),
-    schemas_dir: Path = SchemasOpt,
+    schemas: Path | None = SchemasOpt,
     as_json: bool = JsonOpt,
     timeout: float = TimeoutOpt,
 ) -> None:
@@ -249,7 +257,7 @@ def show(
     contents = _read(bootstrap, settings, dlq, timeout, as_json)
     letters = selection.select(contents.letters)
     shown = letters if limit <= 0 else letters[:limit]
-    decode, problem = _codec_decoder(schemas_dir)
+    decode, problem = _codec_decoder(use_schemas(schemas))
     views = [describe(letter, contents, decode) for letter in shown]
     if as_json:
         _print_json(views)
@@ -335,7 +343,10 @@ def replay(
     until: str | None = UntilOpt,
     records: list[str] = RecordOpt,
     to: str | None = typer.Option(
-        None, "--to", help="Send to this topic instead of each record's source topic."
+        None,
+        "--to",
+        metavar="TOPIC",
+        help="Send to this topic instead of each record's source topic.",
     ),
     execute: bool = typer.Option(
         False, "--execute", help="Really send. Without it: a dry run that sends nothing."
@@ -345,8 +356,9 @@ def replay(
 ) -> None:
     """Send the selected dead letters back (dry run unless --execute).
 
-    Each record keeps its key, value and original headers, gets ``streams.replay.of`` and
-    ``streams.replay.time``, and goes to its source topic and partition (or --to).
+    Each record keeps its key, value and original headers, gets the headers
+    streams.replay.of and streams.replay.time, and goes to its source topic and partition
+    (or --to).
     """
     selection = _selection(
         error_type=error_type,

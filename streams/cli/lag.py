@@ -28,7 +28,7 @@ from streams.replay import Cluster
 from streams.replay.lag import TopicLag, lag, over_threshold
 
 THRESHOLD_EXIT = 3
-GroupsOpt = typer.Option([], "--group", "-g", help="Only this group (repeatable).")
+GroupsOpt = typer.Option([], "--group", "-g", metavar="GROUP", help="Only this group (repeatable).")
 
 
 def _table(rows: list[TopicLag], threshold: int | None) -> Table:
@@ -49,11 +49,14 @@ def _table(rows: list[TopicLag], threshold: int | None) -> Table:
 def lag_command(  # noqa: PLR0917 - a command's options
     groups: list[str] = GroupsOpt,
     watch: bool = typer.Option(False, "--watch", "-w", help="Refresh until Ctrl-C."),
-    interval: float = typer.Option(2.0, "--interval", min=0.2, help="Seconds between refreshes."),
+    interval: float = typer.Option(
+        2.0, "--interval", min=0.2, metavar="SECONDS", help="Seconds between refreshes."
+    ),
     threshold: int | None = typer.Option(
         None,
         "--threshold",
         min=0,
+        metavar="N",
         help=f"Exit {THRESHOLD_EXIT} when a group's topic lag is above N.",
     ),
     bootstrap: str = BootstrapOpt,

@@ -38,13 +38,18 @@ from streams.replay.errors import ReplayError
 
 app = typer.Typer(help="Show and reset consumer-group offsets.", no_args_is_help=True)
 
-GroupOpt = typer.Option(..., "--group", "-g", help="Consumer group.")
-TopicsOpt = typer.Option([], "--topic", "-t", help="Topic, or topic:0,2 (repeatable).")
+GroupOpt = typer.Option(..., "--group", "-g", metavar="GROUP", help="Consumer group.")
+TopicsOpt = typer.Option(
+    [], "--topic", "-t", metavar="TOPIC", help="Topic, or topic:0,2 (repeatable)."
+)
 ExportOpt = typer.Option(
-    None, "--export", help="Write the plan as Kafka's CSV (topic,partition,offset)."
+    None,
+    "--export",
+    metavar="FILE",
+    help="Write the plan as Kafka's CSV (topic,partition,offset).",
 )
 FromFileOpt = typer.Option(
-    None, "--from-file", help="Take the offsets from a CSV plan (ours or Kafka's)."
+    None, "--from-file", metavar="FILE", help="Take the offsets from a CSV plan (ours or Kafka's)."
 )
 
 
@@ -97,10 +102,15 @@ def _print_plan(plan: ResetPlan) -> None:
 
 @app.command()
 def reset(  # noqa: PLR0917 - a command's options
-    position: str | None = typer.Argument(None, help=f"Where to move: {POSITIONS_HELP}."),
+    position: str | None = typer.Argument(
+        None, metavar="POSITION", help=f"Where to move: {POSITIONS_HELP}."
+    ),
     group: str = GroupOpt,
     to: str | None = typer.Option(
-        None, "--to", help="The position as an option (handy for shifts: --to -100)."
+        None,
+        "--to",
+        metavar="POSITION",
+        help="The position as an option (handy for shifts: --to -100).",
     ),
     topics: list[str] = TopicsOpt,
     execute: bool = typer.Option(False, "--execute", help="Apply the plan (default: dry run)."),

@@ -26,10 +26,12 @@ from streams.cli._common import (
     BootstrapOpt,
     ConfigFileOpt,
     JsonOpt,
+    SchemasOpt,
     SettingOpt,
     TimeoutOpt,
     console,
     print_json,
+    use_schemas,
 )
 from streams.cli.describe import parse_params
 from streams.config import client_settings
@@ -47,22 +49,37 @@ from streams.replay.errors import ReplayError
 from streams.replay.through import ThroughResult, replay_through
 from streams.topology import Topology, load_topology
 
-TypesOpt = typer.Option([], "--type", help="Copy only this envelope type, ce_type (repeatable).")
-KeysOpt = typer.Option([], "--key", help="Copy only this key (repeatable).")
-HeadersOpt = typer.Option([], "--header", help="Copy only records with header NAME=VALUE.")
+TypesOpt = typer.Option(
+    [], "--type", metavar="TYPE", help="Copy only this envelope type, ce_type (repeatable)."
+)
+KeysOpt = typer.Option([], "--key", metavar="KEY", help="Copy only this key (repeatable).")
+HeadersOpt = typer.Option(
+    [], "--header", metavar="NAME=VALUE", help="Copy only records with this header."
+)
 ThroughOpt = typer.Option(
-    None, "--through", help="Reprocess through this topology file instead of copying."
+    None,
+    "--through",
+    metavar="FILE",
+    help="Reprocess through this topology file instead of copying.",
 )
 ThroughAppIdOpt = typer.Option(
-    None, "--app-id", help="With --through: the new app id (default <app>-replay-<UTC time>)."
+    None,
+    "--app-id",
+    metavar="APP_ID",
+    help="With --through: the new app id (default APP-replay-UTCTIME).",
 )
 ThroughSetOpt = typer.Option(
-    [], "--set", help="With --through: KEY=VALUE for the file's build() (repeatable)."
+    [],
+    "--set",
+    metavar="KEY=VALUE",
+    help="With --through: a parameter of the file's build() (repeatable).",
 )
 
+# The forms of streams.replay.positions, whose times and durations are streams.timespec's.
 POSITIONS_HELP = (
-    "earliest | latest | OFFSET | +N/-N (from --group's commit) | ISO time with zone | "
-    "@EPOCH_MS | duration ago (2h, 30m, PT2H); or per partition: 0=100,2=earliest"
+    "earliest, latest, an OFFSET, +N/-N (from --group's commit), a time with a zone "
+    "(2026-11-30T10:00:00Z, @EPOCH_MS), or a duration ago (2h, 30m, PT2H); per partition: "
+    "0=100,2=earliest"
 )
 
 
@@ -129,13 +146,24 @@ def _print_through(plan: ReplayPlan, path: Path, result: ThroughResult) -> None:
 
 
 def replay_command(  # noqa: PLR0917 - a command's options
-    source: str = typer.Argument(..., help="Topic to read, or topic:0,2 for some partitions."),
-    start: str = typer.Option(..., "--from", help=f"Where to start: {POSITIONS_HELP}."),
-    end: str | None = typer.Option(
-        None, "--to", help="Where to stop (exclusive; default: the log end). Same forms."
+    source: str = typer.Argument(
+        ..., metavar="SOURCE", help="Topic to read, or topic:0,2 for some partitions."
     ),
-    into: str | None = typer.Option(None, "--into", help="Target topic (must exist)."),
-    group: str | None = typer.Option(None, "--group", "-g", help="Group whose commits +N/-N move."),
+    start: str = typer.Option(
+        ..., "--from", metavar="POSITION", help=f"Where to start: {POSITIONS_HELP}."
+    ),
+    end: str | None = typer.Option(
+        None,
+        "--to",
+        metavar="POSITION",
+        help="Where to stop (exclusive; default: the log end). Same forms.",
+    ),
+    into: str | None = typer.Option(
+        None, "--into", metavar="TOPIC", help="Target topic (must exist)."
+    ),
+    group: str | None = typer.Option(
+        None, "--group", "-g", metavar="GROUP", help="Group whose commits +N/-N move."
+    ),
     types: list[str] = TypesOpt,
     keys: list[str] = KeysOpt,
     headers: list[str] = HeadersOpt,
@@ -152,6 +180,7 @@ def replay_command(  # noqa: PLR0917 - a command's options
     through: Path | None = ThroughOpt,
     app_id: str | None = ThroughAppIdOpt,
     params: list[str] = ThroughSetOpt,
+    schemas: Path | None = SchemasOpt,
     bootstrap: str = BootstrapOpt,
     config_file: Path | None = ConfigFileOpt,
     client: list[str] = SettingOpt,
@@ -170,6 +199,8 @@ def replay_command(  # noqa: PLR0917 - a command's options
     flt = RecordFilter.of(types, keys, headers)
     if through is not None and not flt.everything:
         raise ReplayError("--type/--key/--header filter copies; --through reprocesses all")
+    if through is not None:
+        use_schemas(schemas)
     topology = _load_through(through, app_id, params) if through is not None else None
     cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     plan = plan_replay(

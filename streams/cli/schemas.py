@@ -1,15 +1,30 @@
-"""``streams schemas check | list | show``: the schema catalog and its compatibility gate."""
+"""``streams schemas check | list | show``: the schema catalog and its compatibility gate.
+
+The folder is ``--schemas`` (``--dir``/``-d`` are its older names), else
+``$STREAMS_SCHEMAS``, else the ``schemas/`` of the nearest project folder upwards.
+``check`` exits 1 on any incompatibility, after printing them (as JSON with ``--json``).
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
 
-from streams.cli._common import console, err_console, fail, styled
-from streams.schemas import SCHEMAS_DIR_ENV, SchemaCatalog, check_catalog
+from streams.cli._common import (
+    JsonOpt,
+    SchemasOpt,
+    console,
+    err_console,
+    fail,
+    print_json,
+    styled,
+    use_schemas,
+)
+from streams.schemas import SchemaCatalog, check_catalog
 from streams.schemas.errors import CatalogLoadError, SchemaNotFoundError
 
 app = typer.Typer(
@@ -17,18 +32,19 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-DirOpt = typer.Option(
-    Path("schemas"),
-    "--dir",
-    "-d",
-    envvar=SCHEMAS_DIR_ENV,
-    help="The schemas folder (default ./schemas, or $STREAMS_SCHEMAS_DIR).",
-)
+# --dir is this command's first name for --schemas: still read, not shown (cli/_help.py).
+DirOpt = typer.Option(None, "--schemas", "--dir", "-d", metavar="DIR", help=SchemasOpt.help)
 
 
-def _load(schemas_dir: Path) -> SchemaCatalog:
+def _load(folder: Path | None) -> tuple[Path, SchemaCatalog]:
+    schemas_dir = use_schemas(folder)
+    if not schemas_dir.is_dir():  # e.g. outside any project: one line, not a problem list
+        fail(
+            f"no schemas folder at {schemas_dir}: give --schemas DIR or $STREAMS_SCHEMAS, "
+            "or run inside a project (a folder with schemas/ and pyproject.toml)"
+        )
     try:
-        return SchemaCatalog.load(schemas_dir, check=False)
+        return schemas_dir, SchemaCatalog.load(schemas_dir, check=False)
     except CatalogLoadError as exc:
         for problem in exc.problems:
             err_console.print(f"  {problem}", highlight=False, soft_wrap=True)
@@ -36,46 +52,73 @@ def _load(schemas_dir: Path) -> SchemaCatalog:
 
 
 @app.command()
-def check(schemas_dir: Path = DirOpt) -> None:
+def check(schemas_dir: Path | None = DirOpt, as_json: bool = JsonOpt) -> None:
     """Check every type's versions against its declared mode; exit 1 on any break."""
-    catalog = _load(schemas_dir)
+    folder, catalog = _load(schemas_dir)
     broken = check_catalog(catalog)
-    if broken:
-        for inc in broken:
-            console.print(styled(("✗", "red"), f" {inc}"), highlight=False, soft_wrap=True)
-        fail(f"{len(broken)} incompatibility(ies) in {schemas_dir}")
     types = catalog.types()
     versions = sum(len(catalog.versions(t)) for t in types)
-    console.print(
-        styled(
-            ("✓", "green"),
-            f" {len(types)} type(s), {versions} version(s) in {schemas_dir}: compatible",
-        ),
-        highlight=False,
-    )
+    if as_json:
+        print_json(
+            {
+                "schemas": str(folder),
+                "types": len(types),
+                "versions": versions,
+                "compatible": not broken,
+                "incompatibilities": [str(inc) for inc in broken],
+            }
+        )
+    elif broken:
+        for inc in broken:
+            console.print(styled(("✗", "red"), f" {inc}"), highlight=False, soft_wrap=True)
+    if broken:
+        fail(f"{len(broken)} incompatibility(ies) in {folder}")
+    if not as_json:
+        console.print(
+            styled(
+                ("✓", "green"),
+                f" {len(types)} type(s), {versions} version(s) in {folder}: compatible",
+            ),
+            highlight=False,
+        )
 
 
 @app.command("list")
-def list_(schemas_dir: Path = DirOpt) -> None:
+def list_(schemas_dir: Path | None = DirOpt, as_json: bool = JsonOpt) -> None:
     """Every type with its versions and compatibility mode."""
-    catalog = _load(schemas_dir)
-    table = Table(title=f"schemas in {schemas_dir}")
-    for col in ("type", "versions", "latest", "compatibility", "doc"):
-        table.add_column(col)
+    folder, catalog = _load(schemas_dir)
+    rows: list[dict[str, Any]] = []
     for name in catalog.types():
         et = catalog.event_type(name)
-        versions = ", ".join(f"v{v}" for v in et.versions)
-        table.add_row(name, versions, f"v{catalog.latest(name)}", et.compatibility.value, et.doc)
+        rows.append(
+            {
+                "type": name,
+                "versions": list(et.versions),
+                "latest": catalog.latest(name),
+                "compatibility": et.compatibility.value,
+                "doc": et.doc,
+            }
+        )
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title=f"schemas in {folder}")
+    for col in ("type", "versions", "latest", "compatibility", "doc"):
+        table.add_column(col)
+    for row in rows:
+        versions = ", ".join(f"v{v}" for v in row["versions"])
+        table.add_row(row["type"], versions, f"v{row['latest']}", row["compatibility"], row["doc"])
     console.print(table)
 
 
 @app.command()
 def show(
     ref: str = typer.Argument(..., metavar="TYPE[@VERSION]", help="e.g. order.placed@2"),
-    schemas_dir: Path = DirOpt,
+    schemas_dir: Path | None = DirOpt,
+    as_json: bool = JsonOpt,
 ) -> None:
     """Print a type's schema (the latest version unless @VERSION is given) as JSON."""
-    catalog = _load(schemas_dir)
+    _folder, catalog = _load(schemas_dir)
     type_, _, version_text = ref.partition("@")
     try:
         if version_text:
@@ -89,5 +132,16 @@ def show(
     except SchemaNotFoundError as exc:
         fail(str(exc))
     mode = catalog.compatibility(type_).value
+    if as_json:
+        print_json(
+            {
+                "type": entry.type,
+                "version": entry.version,
+                "path": str(entry.path),
+                "compatibility": mode,
+                "schema": entry.raw,
+            }
+        )
+        return
     console.print(f"# {entry.ref}  ({entry.path}, compatibility {mode})", highlight=False)
     console.print_json(json.dumps(entry.raw))

@@ -11,10 +11,11 @@ from streams.runtime.topics import prepare_topics
 from streams.topology import Topology
 
 
-def run_instance(topology: Topology, config: RuntimeConfig, *, live: bool | None = None) -> None:
+def run_instance(topology: Topology, config: RuntimeConfig, *, live: bool | None = None) -> Runtime:
     """Create owned topics, then run until SIGINT/SIGTERM (graceful: finish, flush,
     commit, close; a second signal forces exit). Must be called on the main thread.
-    Raises RuntimeFailure (and MissingTopicError) like ``Runtime.run``."""
+    Returns the stopped runtime (its counters, for a summary). Raises RuntimeFailure (and
+    MissingTopicError) like ``Runtime.run``."""
     prepare_topics(admin_client(config.bootstrap, config.client), topology)
     reporter = StatusReporter(topology.app_id, live=live, interval_s=config.status_interval_s)
     runtime = Runtime(topology, config, on_tick=reporter.show)
@@ -23,3 +24,4 @@ def run_instance(topology: Topology, config: RuntimeConfig, *, live: bool | None
             runtime.run()
     finally:
         reporter.close()
+    return runtime

@@ -1,7 +1,10 @@
-"""Human-readable forms of a topology: text (like Kafka Streams' ``Topology.describe()``)
-and a Mermaid flowchart. Both list the topics the topology reads, writes and owns."""
+"""Forms of a topology: text (like Kafka Streams' ``Topology.describe()``), a Mermaid
+flowchart, and plain data for JSON (``describe_data``). All list the topics the topology
+reads, writes and owns."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from streams.failures.policy import RetryPolicy
 from streams.failures.topics import FailureTopics
@@ -55,17 +58,84 @@ def describe_text(t: Topology) -> str:
             )
     lines.append("Failures:")
     if t.retry_policies:
-        widest = max(t.retry_policies, key=lambda p: p.tiers)
         lines.append(f"  retry: {t.retry.describe() if t.retry else 'per step'}")
-    else:  # records that cannot be decoded still go to the DLQ (topology.policy)
-        widest = RetryPolicy.no_retries()
+    else:
         lines.append("  retry: none (undecodable records and on_error='dlq' to the DLQ)")
-    for topic in t.topics_read:
-        tiers = FailureTopics.for_input(t.app_id, topic, widest)
+    for topic, tiers in _failure_topics(t).items():
         lines.append(f"  {topic}: retry tiers {', '.join(tiers.retries) or '-'}; DLQ {tiers.dlq}")
     if t.processing_guarantee != "at_least_once":
         lines.append(f"Processing guarantee: {t.processing_guarantee}")
     return "\n".join(lines) + "\n"
+
+
+def _failure_topics(t: Topology) -> dict[str, FailureTopics]:
+    """The retry tiers and DLQ of each input topic: tiers cover the widest policy, and
+    records that cannot be decoded go to the DLQ even without retries (topology.policy)."""
+    widest = (
+        max(t.retry_policies, key=lambda p: p.tiers)
+        if t.retry_policies
+        else RetryPolicy.no_retries()
+    )
+    return {topic: FailureTopics.for_input(t.app_id, topic, widest) for topic in t.topics_read}
+
+
+def _node_data(t: Topology, node: Node) -> dict[str, Any]:
+    data: dict[str, Any] = {"name": node.name}
+    if isinstance(node, SourceNode | SinkNode):
+        data["role"] = "source" if isinstance(node, SourceNode) else "sink"
+        data["topic"] = t.topic(node.topic)
+        data["type"] = None if node.type == ANY_TYPE else node.type
+        data["version"] = None if node.type == ANY_TYPE else node.version
+        return data
+    data["role"] = "processor"
+    data["kind"] = node.kind.value
+    data["function"] = node.describe_fn() or None
+    if node.dedup is not None:
+        data["dedup"] = {"ttl_s": node.dedup.ttl, "store": node.dedup.store}
+    if node.on_error is not None:
+        data["on_error"] = str(getattr(node.on_error, "__name__", node.on_error))
+    if node.retry is not None:
+        data["retry"] = node.retry.describe()
+    return data
+
+
+def describe_data(t: Topology) -> dict[str, Any]:
+    """The topology as plain data (``streams describe --json``): nodes, links (one per
+    parent to child edge, with the parent's output), topics, stores and failure topics."""
+    links = [
+        {"from": node.name, "output": out, "to": kid}
+        for node in t.nodes.values()
+        for out, kids in t.children(node.name).items()
+        for kid in kids
+    ]
+    return {
+        "app_id": t.app_id,
+        "description": t.description or None,
+        "processing_guarantee": t.processing_guarantee,
+        "nodes": [_node_data(t, node) for node in t.nodes.values()],
+        "links": links,
+        "topics": {
+            "read": t.topics_read,
+            "written": t.topics_written,
+            "owned": [{"name": o.name, "purpose": o.purpose} for o in t.owned_topics],
+        },
+        "stores": [
+            {
+                "name": name,
+                "backend": spec.backend,
+                "changelog": t.changelog_topics[name],
+                "partitioned_like": t.store_source(name),
+            }
+            for name, spec in t.stores.items()
+        ],
+        "failures": {
+            "retry": t.retry.describe() if t.retry else None,
+            "topics": {
+                topic: {"retry": list(tiers.retries), "dlq": tiers.dlq}
+                for topic, tiers in _failure_topics(t).items()
+            },
+        },
+    }
 
 
 def _id(prefix: str, name: str) -> str:
