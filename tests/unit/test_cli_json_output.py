@@ -6,13 +6,22 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from streams.cli import app
+from streams.schemas.catalog import SCHEMAS_DIR_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDERS = ROOT / "topology" / "orders.py"
 SCHEMAS = ROOT / "schemas"
+
+
+@pytest.fixture(autouse=True)
+def _schemas_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A command exports the folder it uses as $STREAMS_SCHEMAS (for the catalogs it
+    # loads); here the commands run in-process, so the variable is put back afterwards.
+    monkeypatch.setenv(SCHEMAS_DIR_ENV, str(SCHEMAS))
 
 
 def streams_json(*args: str, code: int = 0) -> Any:
