@@ -28,7 +28,7 @@ from streams.cli._common import (
     err_console,
     use_schemas,
 )
-from streams.cli.replay import POSITIONS_HELP
+from streams.cli.replay import ABSOLUTE_POSITIONS_HELP
 from streams.codec.avro import AvroCodec
 from streams.config import client_settings
 from streams.replay import Cluster, RecordFilter, parse_position_spec, parse_topic_selection
@@ -74,12 +74,13 @@ def consume_command(  # noqa: PLR0917 - a command's options
     start: str = typer.Option(
         "earliest",
         "--from",
-        help=f"Where to start (default earliest): {POSITIONS_HELP}. No +N/-N here: consume "
-        "has no group.",
+        metavar="POSITION",
+        help=f"Where to start: {ABSOLUTE_POSITIONS_HELP}.",
     ),
     end: str | None = typer.Option(
         None,
         "--to",
+        metavar="POSITION",
         help="Where to stop (exclusive; default: the end offsets when the command starts). "
         "Same forms as --from.",
     ),

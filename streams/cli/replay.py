@@ -76,11 +76,12 @@ ThroughSetOpt = typer.Option(
 )
 
 # The forms of streams.replay.positions, whose times and durations are streams.timespec's.
-POSITIONS_HELP = (
-    "earliest, latest, an OFFSET, +N/-N (from --group's commit), a time with a zone "
-    "(2026-11-30T10:00:00Z, @EPOCH_MS), or a duration ago (2h, 30m, PT2H); per partition: "
-    "0=100,2=earliest"
+# Positions without a consumer group (consume) and with one (replay, offsets: +N/-N).
+ABSOLUTE_POSITIONS_HELP = (
+    "earliest, latest, an OFFSET, a time with a zone (2026-11-30T10:00:00Z, @EPOCH_MS), or a "
+    "duration ago (2h, 30m, PT2H); per partition: 0=100,2=earliest"
 )
+POSITIONS_HELP = f"{ABSOLUTE_POSITIONS_HELP}; +N/-N: from --group's commit"
 
 
 def _plan_table(plan: ReplayPlan, result: ReplayResult | None, dry_run: bool) -> Table:
