@@ -25,7 +25,7 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.schemas import SchemaCatalog, check_catalog
-from streams.schemas.errors import CatalogLoadError, SchemaNotFoundError
+from streams.schemas.errors import CatalogLoadError, SchemaNotFoundError, SchemasFolderNotFoundError
 
 app = typer.Typer(
     help="Inspect the Avro schemas in schemas/ and check their compatibility.",
@@ -38,13 +38,10 @@ DirOpt = typer.Option(None, "--schemas", "--dir", "-d", metavar="DIR", help=Sche
 
 def _load(folder: Path | None) -> tuple[Path, SchemaCatalog]:
     schemas_dir = use_schemas(folder)
-    if not schemas_dir.is_dir():  # e.g. outside any project: one line, not a problem list
-        fail(
-            f"no schemas folder at {schemas_dir}: give --schemas DIR or $STREAMS_SCHEMAS, "
-            "or run inside a project (a folder with schemas/ and pyproject.toml)"
-        )
     try:
         return schemas_dir, SchemaCatalog.load(schemas_dir, check=False)
+    except SchemasFolderNotFoundError as exc:  # e.g. outside any project: its one line
+        fail(str(exc))
     except CatalogLoadError as exc:
         for problem in exc.problems:
             err_console.print(f"  {problem}", highlight=False, soft_wrap=True)

@@ -31,7 +31,12 @@ from fastavro.schema import to_parsing_canonical_form
 
 from streams.schemas.compatibility import check_catalog, raise_for
 from streams.schemas.envelope_schema import ENVELOPE_SCHEMA
-from streams.schemas.errors import CatalogLoadError, SchemaFileError, SchemaNotFoundError
+from streams.schemas.errors import (
+    CatalogLoadError,
+    SchemaFileError,
+    SchemaNotFoundError,
+    SchemasFolderNotFoundError,
+)
 from streams.schemas.modes import DEFAULT_MODE, CompatibilityMode
 
 SCHEMAS_DIR_ENV = "STREAMS_SCHEMAS"
@@ -117,7 +122,7 @@ class SchemaCatalog:
         """
         root = Path(path)
         if not root.is_dir():
-            raise CatalogLoadError([SchemaFileError(root, "schemas folder not found")])
+            raise SchemasFolderNotFoundError(root)
         problems: list[SchemaFileError] = []
         envelope_file = root / ENVELOPE_FILE
         if envelope_file.exists():

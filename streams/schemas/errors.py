@@ -30,6 +30,20 @@ class CatalogLoadError(SchemaError):
         super().__init__(f"{len(self.problems)} schema file(s) could not be loaded:\n{lines}")
 
 
+class SchemasFolderNotFoundError(CatalogLoadError):
+    """There is no schemas folder where one was looked for (e.g. a command run outside any
+    project): one line that says how to name one, not a list of problems."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.problems = [SchemaFileError(root, "schemas folder not found")]
+        SchemaError.__init__(
+            self,
+            f"no schemas folder at {root}: give --schemas DIR or $STREAMS_SCHEMAS, or run "
+            "inside a project (a folder with schemas/ and pyproject.toml)",
+        )
+
+
 class SchemaNotFoundError(SchemaError, LookupError):
     """The catalog has no schema for this type, or not this version of it."""
 
