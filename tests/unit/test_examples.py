@@ -22,12 +22,14 @@ from streams.topology import Topology, load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(streams.__file__).resolve().parent
-EXAMPLES = ["dedup", "enrich", "mirror", "orders", "payments"]
+EXAMPLES = ["dedup", "enrich", "mirror", "orders", "payments", "shipping"]
+# Example apps of other frameworks, shipped alongside (not topologies): Faust interop.
+OTHER_APPS = ["faust_shipping"]
 
 
 def test_every_example_topology_is_found_by_name() -> None:
-    assert example_names() == EXAMPLES
-    for name in EXAMPLES:
+    assert example_names() == sorted(EXAMPLES + OTHER_APPS)
+    for name in EXAMPLES + OTHER_APPS:
         path = example_path(name)
         assert path.is_file()
         assert path.samefile(ROOT / "topology" / f"{name}.py")
@@ -48,7 +50,10 @@ def test_every_example_loads_as_a_topology_from_any_directory(
 
 @pytest.mark.parametrize("name", ["nope", "../topology/orders", "", "orders.py"])
 def test_an_unknown_example_is_refused_with_the_names_there_are(name: str) -> None:
-    with pytest.raises(LookupError, match="examples: dedup, enrich, mirror, orders, payments"):
+    with pytest.raises(
+        LookupError,
+        match="examples: dedup, enrich, faust_shipping, mirror, orders, payments, shipping",
+    ):
         example_path(name)
 
 

@@ -32,7 +32,7 @@ LAYERS: list[set[str]] = [
     {"topology"},
     {"pipeline"},
     {"runtime"},
-    {"testing", "replay", "tools"},
+    {"testing", "replay", "tools", "faust"},
     {"cli", "demo", "bench", "__main__"},
 ]
 LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}

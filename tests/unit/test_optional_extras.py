@@ -30,6 +30,15 @@ INSTALL = "pip install 'streams[testing]'"
 # Imported at module level by modules that only the named tool loads.
 LOADED_BY_ITS_TOOL = {"streams/testing/plugin.py": {"pytest"}}
 
+# Packages that are an extra's module: only ``pip install 'streams[<extra>]'`` makes them
+# importable, so their module-level imports are that extra's (or core) dependencies.
+EXTRA_PACKAGES = {"streams/faust/": "faust"}
+
+
+def _extra_of(relative: str) -> str | None:
+    return next((x for prefix, x in EXTRA_PACKAGES.items() if relative.startswith(prefix)), None)
+
+
 _BLOCK = "import sys\nfor _name in ('docker', 'testcontainers'):\n    sys.modules[_name] = None\n"
 
 
@@ -62,6 +71,7 @@ def _module_level_imports(path: Path) -> set[str]:
 def test_core_dependencies_are_exactly_what_the_core_imports() -> None:
     distributions = packages_distributions()
     imported: dict[str, set[str]] = {}
+    by_extra: dict[str, dict[str, set[str]]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(ROOT).as_posix()
         if relative.startswith(("streams/examples/topology/", "streams/examples/schemas/")):
@@ -71,12 +81,18 @@ def test_core_dependencies_are_exactly_what_the_core_imports() -> None:
             if module in sys.stdlib_module_names:
                 continue
             assert module in distributions, f"{relative} imports {module}: not installed"
+            extra = _extra_of(relative)
+            found = imported if extra is None else by_extra.setdefault(extra, {})
             for dist in distributions[module]:
-                imported.setdefault(_canonical(dist), set()).add(relative)
+                found.setdefault(_canonical(dist), set()).add(relative)
 
     project = _pyproject()["project"]
     assert isinstance(project, dict)
     declared = {_requirement_name(r) for r in project["dependencies"]}
+    for extra, dists in by_extra.items():
+        allowed = declared | {_requirement_name(r) for r in project["optional-dependencies"][extra]}
+        outside = {dist: sorted(where) for dist, where in dists.items() if dist not in allowed}
+        assert not outside, f"imported by the {extra!r} extra's modules, not declared: {outside}"
     undeclared = {dist: sorted(where) for dist, where in imported.items() if dist not in declared}
     assert not undeclared, f"imported by the core but not a core dependency: {undeclared}"
     assert declared == set(imported), (
@@ -97,6 +113,7 @@ def test_the_extras_a_user_and_a_developer_install() -> None:
     # dev pulls in the other extras by name (streams[testing,registry,docs]).
     dev = project["optional-dependencies"]["dev"]
     assert any(re.fullmatch(r"streams\[testing,registry,docs\]", r) for r in dev), dev
+    assert "streams[faust]" in dev, dev
     assert {"pytest-timeout", "hypothesis", "mypy", "ruff"} <= extras["dev"]
 
 
