@@ -15,6 +15,7 @@ from rich.table import Table
 
 from streams.bench import bare_client, codec, failures, pipeline, retry_routing, state, throughput
 from streams.bench import dedup as dedup_bench
+from streams.bench import faust as faust_bench
 from streams.bench import replay as replay_bench
 from streams.bench.core import BenchContext, Row, peak_rss_mb
 from streams.broker import LocalBroker, free_port
@@ -28,6 +29,7 @@ SECTIONS: dict[str, Callable[[BenchContext], list[Row]]] = {
     "state": state.run,
     "dedup": dedup_bench.run,
     "failures": failures.run,
+    "faust": faust_bench.run,
     "pipeline": pipeline.run,
     "replay": replay_bench.run,
     "retry_routing": retry_routing.run,
