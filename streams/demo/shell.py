@@ -45,9 +45,13 @@ def step_shell(ctx: DemoContext) -> None:
     raw = [r for r in shown if "error" in r]
     ctx.say(
         "the streams command",
-        f"`streams topics create`, `streams produce --type order.placed@2` of {len(_ORDERS)} "
-        f"JSON lines, `streams consume {topic}`: {len(decoded)} envelopes decoded "
-        f"({', '.join(decoded)}), {len(raw)} garbage record shown raw",
+        f"`streams consume {topic}`: {len(decoded)} envelopes decoded ({', '.join(decoded)}), "
+        f"{len(raw)} garbage record shown raw",
+    )
+    ctx.console.print(
+        f"   after `streams topics create` and `streams produce --type order.placed@2` of "
+        f"{len(_ORDERS)} JSON lines and a garbage record",
+        highlight=False,
     )
     ctx.console.print(f"   refused line: {refused.strip()}", highlight=False, soft_wrap=True)
     if raw:

@@ -25,5 +25,5 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1. broker: using KAFKA_BOOTSTRAP_SERVERS" in result.stdout
     assert "produced 500/500" in result.stdout
-    assert "2 envelopes decoded (o-1, o-2), 1 garbage record shown raw" in result.stdout
+    assert "2 envelopes decoded (o-1, o-2), 1 garbage" in result.stdout
     assert "demo done" in result.stdout
