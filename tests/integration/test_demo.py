@@ -26,4 +26,5 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str) -> None:
     assert "1. broker: using KAFKA_BOOTSTRAP_SERVERS" in result.stdout
     assert "produced 500/500" in result.stdout
     assert "2 envelopes decoded (o-1, o-2), 1 garbage" in result.stdout
+    assert "wrote 30 shipment.requested, 30 following their order" in result.stdout
     assert "demo done" in result.stdout
