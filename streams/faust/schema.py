@@ -31,7 +31,7 @@ from typing import Any, Literal
 import faust
 
 from streams.codec.avro import AvroCodec
-from streams.codec.errors import DecodeError
+from streams.codec.errors import DecodeError, HeaderMismatchError, MissingHeaderError
 from streams.codec.upcast import Upcasters
 from streams.envelope import Envelope
 from streams.faust.dead_letter import record_headers, send_dead_letter
@@ -91,7 +91,14 @@ class EnvelopeSchema(faust.Schema[bytes, Any]):
     def decode_envelope(self, value: bytes | None, headers: Any) -> Envelope | EnvelopeRecord:
         """The agent's value for a record: raises the codec's ``DecodeError`` (or
         ``WrongTypeError``) on bad input."""
-        env = self.codec.decode(value, record_headers(headers), version=self.version)
+        try:
+            # As Faust hands them over aiokafka (str names, bytes values): what the codec
+            # reads, so the good path converts nothing.
+            env = self.codec.decode(value, headers, version=self.version)
+        except (MissingHeaderError, HeaderMismatchError):
+            # Headers made by hand may have bytes names or str values: read them again as
+            # (str, bytes) pairs before the error stands.
+            env = self.codec.decode(value, record_headers(headers), version=self.version)
         if env.type != self.type:
             raise WrongTypeError(
                 f"record {env.id} is a {env.type}@{env.version}: this topic's schema reads "
@@ -192,7 +199,7 @@ def _with_headers(headers: Any, ours: Sequence[tuple[str, bytes]]) -> Any:
     the same name (an agent forwarding a record's headers must not send two ``ce_id``)."""
     if headers is None:
         return dict(ours)
-    if isinstance(headers, MutableMapping):
+    if type(headers) is dict or isinstance(headers, MutableMapping):  # Faust's: a dict
         headers.update(ours)
         return headers
     names = {name for name, _ in ours}

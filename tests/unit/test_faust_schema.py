@@ -11,7 +11,12 @@ import pytest
 from faust.types.tuples import Message
 
 from streams.codec import AvroCodec
-from streams.codec.errors import MalformedRecordError, UnknownVersionError
+from streams.codec.errors import (
+    HeaderMismatchError,
+    MalformedRecordError,
+    MissingHeaderError,
+    UnknownVersionError,
+)
 from streams.envelope import Envelope
 from streams.errors import StreamsError
 from streams.failures.headers import EXCEPTION, OFFSET, PARTITION, STAGE, TOPIC
@@ -157,3 +162,35 @@ def test_a_decoded_record_carries_its_envelope_and_follow_keeps_the_conversation
     assert reply.correlation_id == env.correlation_id and reply.causation_id == env.id
     with pytest.raises(EnvelopeTopicError, match="carries no envelope"):
         follow(shipment(order_id="o", carrier="c", requested_at=order.accepted_at), reply)
+
+
+def test_a_decoded_record_is_the_record_faust_makes_from_the_same_fields() -> None:
+    # from_envelope writes the fields directly when Faust would store them unchanged.
+    placed = record_class(CATALOG, "order.placed", 2)
+    data = {
+        **V1,
+        "items": [{"sku": "s-1", "quantity": 2, "unit_price_cents": 150}],
+        "currency": "USD",
+    }
+    env = Envelope.new("order.placed", data, version=2, key="c-1")
+    decoded = placed.from_envelope(env)
+    made = placed(**data)
+    assert decoded == made and decoded.asdict() == made.asdict() == data
+    assert decoded.envelope is env and made.envelope is None
+    assert decoded.to_representation() == made.to_representation()
+    # Other fields than the class's: Faust's own default for a missing one, and its error.
+    assert placed.from_envelope(env.with_data(V1)).currency == "EUR"
+    with pytest.raises(TypeError, match="unexpected"):
+        placed.from_envelope(env.with_data({**data, "note": "x"}))
+
+
+def test_headers_are_checked_whatever_form_they_come_in() -> None:
+    topic = envelope_topic(_app(), "in", EnvelopeSchema(CATALOG, "order.placed", on_error="skip"))
+    env = Envelope.new("order.placed", V1, key="c-1")
+    value, headers = CODEC.encode(env)
+    by_hand = {name.encode(): content.decode() for name, content in headers}  # bytes names
+    assert _decode(topic, _message(value, by_hand)).value.id == env.id
+    for wrong in ({**by_hand, b"ce_id": "other"}, [(b"ce_type", b"order.placed")]):
+        with pytest.raises(BadEnvelopeError) as caught:
+            _decode(topic, _message(value, wrong))
+        assert isinstance(caught.value.error, (HeaderMismatchError, MissingHeaderError))
