@@ -32,8 +32,8 @@ quartiles in its note). Target: ours costs at most 20% more per record than JSON
 throughput ratio of at least 0.83). Needs the ``faust`` extra; without it the section
 says so in its note.
 
-Measured on a 2-core machine: Envelope agent 53 vs 57 µs (ratio 1.04-1.12), generated
-records 59 (0.93-0.99), with Faust's default codec on the standard library's json. With
+Measured on a busy 2-core machine: Envelope agent 52-61 vs JSON 55-61 µs (ratio
+1.0-1.1), generated records 59-71 µs (0.87-0.99), Faust's codec on the standard json. With
 orjson (``faust-streaming[fast]``) the JSON agent drops to about 45 µs and the ratios to
 0.86-0.90 and 0.74-0.85: what stays is the Avro work itself (decode and encode of the
 envelope and payload, about 8 µs a record against orjson's 2) and, for records, Faust's
