@@ -45,6 +45,4 @@ class FaustWorkerProcess(TopologyProcess):
             self.check()
             return False
 
-        wait_until(
-            seen, timeout, interval=0.05, what=f"Faust worker {self.path}", seen=self.output
-        )
+        wait_until(seen, timeout, interval=0.05, what=f"Faust worker {self.path}", seen=self.output)
