@@ -106,7 +106,7 @@ def test_a_type_folder_without_versions_and_a_missing_folder(schemas: Path, tmp_
     (schemas / "order.shipped").mkdir()
     with pytest.raises(CatalogLoadError, match=r"order\.shipped: no v<N>\.avsc"):
         SchemaCatalog.load(schemas)
-    with pytest.raises(CatalogLoadError, match="no schemas folder at .*missing: give --schemas"):
+    with pytest.raises(CatalogLoadError, match=r"no schemas folder at .*missing: give --schemas"):
         SchemaCatalog.load(tmp_path / "missing")
 
 
