@@ -2,7 +2,19 @@
 
 JSON lines when the output is not a terminal (or when asked), readable console output on a
 terminal. The level comes from the argument, else ``STREAMS_LOG_LEVEL``, else INFO;
-``STREAMS_LOG_JSON=1`` forces JSON.
+``STREAMS_LOG_JSON=1`` forces JSON. Lines of stdlib loggers (a user's, librdkafka's
+through ``KafkaLog``) go through the same processors and renderer as structlog's own.
+
+Record context: a line logged while a record is in hand (by Streams, or by a user step
+inside ``map``, with structlog or stdlib ``logging``) carries the record's coordinates
+(``topic``, ``partition``, ``offset``: where it was read) and, once its envelope is
+decoded, ``event_id``, ``type``, ``version``, ``correlation_id`` and ``causation_id``; a
+line logged after the record is done carries none of them; fields a line names itself
+win. Free on the record path: binding eight contextvars per record would cost
+microseconds a record, so the runtime names once per loop turn (``in_hand``) the
+``Current`` its attempt already sets to the record in hand and clears after it, and one
+processor (``record_context``) reads it only when a line is emitted. The reference is a
+``ContextVar``: two runtimes on two threads never see each other's records.
 """
 
 from __future__ import annotations
@@ -11,11 +23,54 @@ import logging
 import os
 import sys
 import time
+from collections.abc import MutableMapping
+from contextvars import ContextVar
 from typing import Any, TextIO
 
 import structlog
 
 _TRUE = {"1", "true", "yes", "on"}
+
+# The runtime's ``streams.topology.context.Current`` (typed loosely: this module is below
+# the topology layer); its ``record`` is the record in hand, or None.
+_IN_HAND: ContextVar[Any] = ContextVar("streams_record_in_hand", default=None)
+
+
+def in_hand(current: Any) -> None:
+    """Make ``current.record`` the record this thread's log lines name from now on (the
+    runtime calls it at each turn with its plan's ``Current``: once per batch)."""
+    _IN_HAND.set(current)
+
+
+def record_context(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """Processor: add the record in hand's fields (``record_fields``), if one is in hand."""
+    current = _IN_HAND.get()
+    record = current.record if current is not None else None
+    if record is not None:
+        for name, value in record_fields(record).items():
+            event_dict.setdefault(name, value)
+    return event_dict
+
+
+def record_fields(record: Any) -> dict[str, Any]:
+    """What a log line names of a ``streams.pipeline.Record``: its envelope's metadata,
+    once decoded (reading it never decodes the payload), and where it was read."""
+    env = record.envelope
+    fields: dict[str, Any] = {}
+    if env is not None:
+        fields = {
+            "event_id": env.id,
+            "type": env.type,
+            "version": env.version,
+            "correlation_id": env.correlation_id,
+            "causation_id": env.causation_id,
+        }
+    fields["topic"] = record.topic
+    fields["partition"] = record.partition
+    fields["offset"] = record.offset
+    return fields
 
 
 def _env_level() -> str:
@@ -44,6 +99,7 @@ def configure_logging(
 
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
+        record_context,
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -64,8 +120,10 @@ def configure_logging(
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
     )
+    # A stdlib line's ``extra`` fields become fields of the line (``KafkaLog``'s, a user's).
+    foreign: list[structlog.types.Processor] = [*shared, structlog.stdlib.ExtraAdder()]
     formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=shared,
+        foreign_pre_chain=foreign,
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
     )
     handler = logging.StreamHandler(out)
@@ -96,7 +154,9 @@ class KafkaLog:
     few milliseconds (hundreds of ``%3|...|FAIL|`` lines while a broker is away). Streams
     reports what those lines mean itself, once (an outage, a refused login, a missing
     topic), so they go to the ``streams.kafka`` logger at DEBUG (``-v`` shows them), at
-    most one per client and facility every ``every_s`` seconds.
+    most one per client and facility every ``every_s`` seconds, as structured lines: the
+    message as the event, ``facility``, ``client`` and librdkafka's own ``kafka_level``
+    as fields (``configure_logging`` renders them like every other line).
     """
 
     def __init__(self, every_s: float = 30.0) -> None:
@@ -104,7 +164,7 @@ class KafkaLog:
         self._logger = logging.getLogger("streams.kafka")
         self._last: dict[tuple[Any, ...], float] = {}
 
-    def log(self, _level: int, fmt: str, *args: Any) -> None:
+    def log(self, level: int, fmt: str, *args: Any) -> None:
         """Called by confluent-kafka (as on a ``logging.Logger``) from ``poll``/``flush``."""
         if not self._logger.isEnabledFor(logging.DEBUG):
             return
@@ -113,7 +173,16 @@ class KafkaLog:
         if now - self._last.get(key, -self.every_s) < self.every_s:
             return
         self._last[key] = now
-        self._logger.debug(fmt, *args)
+        if len(args) != 3:  # not confluent-kafka's "%s [%s] %s": keep the line as it is
+            self._logger.debug(fmt, *args)
+            return
+        facility, client, message = args
+        fields = {"facility": facility, "client": client, "kafka_level": _level_name(level)}
+        self._logger.debug("%s", message, extra=fields)
+
+
+def _level_name(level: int) -> str:
+    return logging.getLevelName(level).lower() if isinstance(level, int) else str(level)
 
 
 KAFKA_LOG = KafkaLog()

@@ -44,7 +44,8 @@ class Decode:
         source = self._sources[record.source_topic]
         headers = record.headers if self._reads_headers else None
         if source.type == ANY_TYPE:  # a repartition topic: any envelope, as it was written
-            return self._codec.decode(record.value, headers, lazy=True)
+            env = record.envelope = self._codec.decode(record.value, headers, lazy=True)
+            return env
         try:
             env = self._codec.decode(record.value, headers, version=source.version, lazy=True)
         except DecodeError:

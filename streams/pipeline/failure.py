@@ -116,7 +116,12 @@ class StopSkipOrDeadLetter(Forward):
     def submit(self, record: Record) -> None:
         failed = self._attempt(record)
         if failed is not None:
-            self._failed(record, failed)
+            current = self._attempt.plan.current
+            current.record = record  # in hand again: the lines about its failure name it
+            try:
+                self._failed(record, failed)
+            finally:
+                current.record = None
         self.next.submit(record)
 
     def _failed(self, record: Record, failed: AttemptFailure) -> None:
@@ -196,10 +201,20 @@ class RetryOrDeadLetter(Forward):
             if failed.stage is Stage.PROCESS:
                 policy = self._topology.retry_for(failed.step)
             now = datetime.fromtimestamp(self._clock(), UTC)
-            route, released = handler.on_failure(
-                record, failed.error, stage=failed.stage, step=failed.step, policy=policy, now=now
-            )
-            write_route(self._sink, route)
+            current = self._attempt.plan.current
+            current.record = record  # in hand again: the lines about its failure name it
+            try:
+                route, released = handler.on_failure(
+                    record,
+                    failed.error,
+                    stage=failed.stage,
+                    step=failed.step,
+                    policy=policy,
+                    now=now,
+                )
+            finally:
+                current.record = None
+            write_route(self._sink, self._attempt.carry(route))
             self._stats.failures = handler.metrics.snapshot()
         self.next.submit(record)
         return Record.released(released) if released is not None else None

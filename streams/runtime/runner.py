@@ -35,15 +35,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from streams.codec import Codec
 from streams.coordinates import TP
 from streams.failures.topics import ensure_failure_topics
-from streams.logs import get_logger
+from streams.logs import get_logger, in_hand
+from streams.observability.health import Health
+from streams.observability.server import MetricsServer, load_metrics
 from streams.pipeline.chain import Intake, build_chain
+from streams.pipeline.commit import Committer
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure, transient
 from streams.pipeline.failure import (
     OnSkip,
@@ -65,6 +68,9 @@ from streams.runtime.state import RuntimeState, crash_guard, needs_state, proces
 from streams.state import StateManager
 from streams.topology import Topology
 from streams.topology.policy import ProcessingError
+
+if TYPE_CHECKING:
+    from streams.observability.metrics import RuntimeMetrics
 
 
 class Runtime:
@@ -100,7 +106,16 @@ class Runtime:
         self._stopping = False
         self._started = False
         self._last_tick = time.monotonic()
+        self.health = Health()
         app = topology.app_id
+        # Metrics: decided here, once; without a port nothing of them is on the record path.
+        self.metrics: RuntimeMetrics | None = None
+        stats_settings: dict[str, Any] = {}
+        if config.metrics_port is not None:
+            self.metrics = metrics = load_metrics().RuntimeMetrics(app, config.instance_id)
+            stats_settings = metrics.client_settings("producer")
+            intake = (*intake, metrics.measure)
+            on_skip = metrics.count_skipped(on_skip)
         self._log = log = get_logger("streams.runtime", app=app)
         guarantee = processing_guarantee(topology, config)
         self._state: RuntimeState | None = None
@@ -114,13 +129,15 @@ class Runtime:
             tid = self._state.transactional_id(app, config.instance_id)
 
         def make_producer() -> Any:
-            return clients.producer(config.producer_config(tid))
+            return clients.producer({**config.producer_config(tid), **stats_settings})
 
         consumer_config = {
             **config.consumer_config(app),
             **consumer_overrides(topology),
             "error_cb": self._client_error,
         }
+        if self.metrics is not None:
+            consumer_config.update(self.metrics.client_settings("consumer"))
         self._outage: KafkaError | None = None
         self._admin = clients.admin()
         self._consumer = consumer = clients.consumer(consumer_config)
@@ -134,6 +151,8 @@ class Runtime:
             consumer, self._admin, sink, make_producer, partitions, config.shutdown_timeout_s, log
         )
         self._committer = committer = make_committer(context, state, tid)
+        if self.metrics is not None:
+            self._committer = committer = self.metrics.timed(committer)
         self._chain = build_chain(
             topology,
             codec=codec,
@@ -157,6 +176,9 @@ class Runtime:
             stopping=lambda: self._stopping,
             log=log,
         )
+        self._server: MetricsServer | None = None
+        if self.metrics is not None:
+            self.metrics.watch(self)
 
     # -- control -------------------------------------------------------------------------
     def stop(self) -> None:
@@ -174,13 +196,30 @@ class Runtime:
         return sorted(self._partitions)
 
     @property
+    def committer(self) -> Committer:
+        return self._committer
+
+    def outstanding_writes(self) -> int:
+        """Writes queued or in flight, not acknowledged yet (0: every write is)."""
+        return len(self._sink.producer)
+
+    @property
     def duplicates(self) -> int:
         """Records dropped by the topology's dedup steps so far."""
         return self._chain.attempt.duplicates
 
     def run(self) -> None:
         """Consume, process and commit until stopped. Raises RuntimeFailure on failure."""
-        self.start()
+        if self.metrics is not None and self.config.metrics_port is not None:
+            self._server = MetricsServer(
+                self.config.metrics_port, self.health, self.metrics.exposition
+            ).start()  # before the start: /healthz and /readyz answer while it blocks
+        self.health.running = True
+        try:
+            self.start()
+        except BaseException:
+            self._stop_serving()
+            raise
         failure: BaseException | None = None
         self._stall.start()
         try:
@@ -201,7 +240,22 @@ class Runtime:
             raise
         finally:
             self._stall.stop()
-            self.close(failure)
+            self.health.running = False
+            try:
+                self.close(failure)
+            finally:
+                self._stop_serving()
+
+    def _stop_serving(self) -> None:
+        self.health.running = False
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The port metrics are served on while ``run`` runs (the free one picked for 0)."""
+        return self._server.port if self._server is not None else None
 
     def start(self) -> None:
         """Before the first turn: create the retry tiers and DLQs, prepare commits (changelog
@@ -230,6 +284,7 @@ class Runtime:
         """One turn of the loop: take the records at hand (waiting up to ``wait`` seconds,
         default ``poll_timeout_s``, when there are none), submit each to the chain, poll
         the chain. Returns how many records were taken. Raises what the chain raises."""
+        in_hand(self._chain.attempt.plan.current)  # log lines of this turn name its records
         batch = self._next_batch(self.config.poll_timeout_s if wait is None else wait)
         head, record = self._chain.head, Record.of
         for msg in batch:
@@ -279,20 +334,29 @@ class Runtime:
 
     # -- rebalance -------------------------------------------------------------------------
     def _on_assign(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        started = time.monotonic()
         keys = _keys(partitions)
         self._partitions.assign(keys)
         if self._guard is not None:
             for po in self._partitions.of(keys):
                 po.guard = self._guard.partition(po.topic, po.partition)
-        self._committer.assigned(keys)  # restores the stores (blocks)
+        self.health.restoring = True
+        try:
+            self._committer.assigned(keys)  # restores the stores (blocks)
+        finally:
+            self.health.restoring = False
+        self.health.assigned = True
         self.stats.partitions = len(self._partitions)
         self.stats.rebalances += 1
+        self.stats.rebalance_seconds += time.monotonic() - started
         self._log.info("partitions assigned", partitions=_names(keys))
 
     def _on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        started = time.monotonic()
         keys = _keys(partitions)
         self._committer.revoked([k for k in keys if k in self._partitions])
         self._leave(keys, clean=True)
+        self.stats.rebalance_seconds += time.monotonic() - started
         self._log.info("partitions revoked", partitions=_names(keys))
 
     def _on_lost(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
@@ -321,17 +385,24 @@ class Runtime:
             self._on_tick(self.stats)
 
     def _lag(self) -> int | None:
+        lag = self.partition_lag()
+        return self.stats.lag if lag is None else sum(lag.values())
+
+    def partition_lag(self) -> dict[TP, int] | None:
+        """Records after the consumer's position in each assigned partition whose position
+        and (cached) high watermark are known; None when the consumer cannot say. Runtime
+        thread only."""
         tps = [TopicPartition(t, p) for t, p in self._partitions]
+        lag: dict[TP, int] = {}
         if not tps:
-            return 0
-        lag = 0
+            return lag
         try:
             for tp in self._consumer.position(tps):
                 _low, high = self._consumer.get_watermark_offsets(tp, cached=True)
                 if high >= 0 and tp.offset >= 0:
-                    lag += max(high - tp.offset, 0)
+                    lag[(tp.topic, tp.partition)] = max(high - tp.offset, 0)
         except KafkaException:
-            return self.stats.lag
+            return None
         return lag
 
     # -- shutdown --------------------------------------------------------------------------
