@@ -9,6 +9,8 @@
   the replayed range before they are tracked).
 - ``WaitForDue`` only when the topology routes failures (a retry policy on it or a step).
 - the failure policy is ``RetryOrDeadLetter`` with routing, else ``StopSkipOrDeadLetter``.
+- the attempt is traced (a span per attempt, trace context to outputs and retries) when
+  an OpenTelemetry SDK is set up (``streams.observability.tracing``).
 
 The runtime builds it with confluent-kafka clients, the ``TestDriver`` with in-memory
 ones: both run these same steps. ``build_chain`` does no I/O.
@@ -23,6 +25,7 @@ from streams.codec import Codec
 from streams.failures.handler import FailureHandler
 from streams.failures.retry_consumer import PartitionControl
 from streams.logs import Logger
+from streams.observability.tracing import tracing
 from streams.pipeline.commit import Commit, Committer
 from streams.pipeline.execute import Attempt
 from streams.pipeline.failure import (
@@ -36,6 +39,7 @@ from streams.pipeline.offsets import Partitions, Track
 from streams.pipeline.produce import OutputSink, Produce
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Step
+from streams.pipeline.traced import TracedAttempt
 from streams.state import StateManager
 from streams.topology.topology import Topology
 
@@ -80,7 +84,11 @@ def build_chain(
     """The chain for ``topology`` (see the module docstring). ``handler`` (from
     ``failure_handler``, which adds the waiting rooms to ``state``) when it routes
     failures; ``clock``: seconds since the epoch (dedup windows, retry due times)."""
-    attempt = Attempt(topology, codec, state, clock)
+    traced = tracing()  # decided here, once: untraced, the chain has no tracing step
+    if traced is None:
+        attempt = Attempt(topology, codec, state, clock)
+    else:
+        attempt = TracedAttempt(topology, codec, state, clock, tracing=traced)
     step: Step = Produce(Commit(committer, commit_interval_s), sink, stats)
     topics = list(topology.topics_read)
     gate: WaitForDue | None = None

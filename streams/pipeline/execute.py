@@ -25,6 +25,7 @@ from typing import NamedTuple
 from streams.codec import Codec, DecodeError
 from streams.envelope import Envelope
 from streams.failures.headers import Stage
+from streams.failures.routing import Route
 from streams.pipeline.crash_guard import CrashLoopError
 from streams.pipeline.decode import Decode
 from streams.pipeline.record import Output, Record
@@ -108,6 +109,11 @@ class Attempt:
             record.outputs = outputs
             self._outputs = []
         return None
+
+    def carry(self, route: Route) -> Route:
+        """The route of this attempt's failure as written (a traced attempt gives a retry
+        copy its trace context: ``streams.observability.otel``)."""
+        return route
 
     def _undo(self) -> None:
         self._outputs.clear()
