@@ -7,7 +7,9 @@ returns the dead letters and the replay marks. ``summarize``, ``DlqFilter`` and
 key, value and headers, error headers removed, plus ``streams.replay.of``/``.time``),
 waits for every acknowledgement, then appends one *replay mark* per record to the DLQ so
 later summaries show what was replayed, where and when. Replaying twice is harmless for
-topologies that deduplicate (the envelope id is unchanged).
+topologies that deduplicate (the envelope id is unchanged). A dead letter keeps the trace
+context it was read with (``traceparent``), so its replay continues the same trace (with an
+OpenTelemetry SDK set up, as a child span: ``streams.observability.tracing``).
 
 A DLQ replay sends dead letters back to their topics; it is not ``streams.replay``'s
 offset replay of a topic (``ReplayPlan``/``plan_replay`` there), hence the ``Dlq`` names.
@@ -42,6 +44,7 @@ from streams.failures.headers import (
     parse_time,
     strip_failure_headers,
 )
+from streams.observability.tracing import tracing
 
 Progress = Callable[[int, int], None]
 """Called as ``(done, total)`` while reading or sending."""
@@ -483,14 +486,18 @@ def execute_dlq_replay(
         if on_progress:
             on_progress(acked, total)
 
+    traced = tracing()  # with an SDK: each record sent in a span, child of its letter's context
     for item in plan.items:
         extra: dict[str, Any] = {} if item.partition is None else {"partition": item.partition}
+        headers = item.headers
+        if traced is not None:
+            headers = traced.replayed(headers, item.topic, item.letter.ref)
         _produce(
             producer,
             item.topic,
             key=item.key,
             value=item.value,
-            headers=item.headers,
+            headers=headers,
             on_delivery=delivered,
             **extra,
         )

@@ -4,6 +4,8 @@ The copy keeps each record's key, value and headers, adds a ``streams.replay.of`
 (``<topic>/<partition>/<offset>`` of the original), and by default lets the target
 partition by key with Kafka's own partitioner (murmur2, as Java clients), so keys land
 where any Kafka producer would put them; ``keep_partition`` copies partition to partition.
+With an OpenTelemetry SDK set up, each copy starts a new trace whose span links to the
+original's context (``streams.observability.tracing``); without, headers pass untouched.
 
 Timing: ``replay`` blocks until every partition's range has been read and every copy is
 acknowledged by the target (idempotent producer, ``acks=all``, flushed at the end). Only
@@ -17,13 +19,19 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
+from streams.observability.tracing import tracing
 from streams.replay.cluster import Cluster
 from streams.replay.errors import CopyError, ReplayError, UnknownTopicError
 from streams.replay.filters import Headers, RecordFilter
 from streams.replay.plan import ReplayPlan
+
+if TYPE_CHECKING:
+    from streams.failures.headers import Header
+    from streams.observability.otel import Tracing
 
 # The same header `streams dlq replay` sets: every copy names its original.
 REPLAY_HEADER = "streams.replay.of"
@@ -195,6 +203,7 @@ def replay(
     acks = _Acks()
     producer = None if dry_run else _producer(cluster, acks)
     copier = _Copier(plan.topic, into or "", producer, flt, keep_partition, keep_timestamps, acks)
+    copier.tracing = None if dry_run else tracing()
     try:
         consumer.incremental_assign(
             [TopicPartition(plan.topic, p, r.start) for p, r in todo.items()]
@@ -224,6 +233,7 @@ class _Copier:
     keep_partition: bool
     keep_timestamps: bool
     acks: _Acks
+    tracing: Tracing | None = None  # each copy in a span linked to its original
 
     def run(
         self,
@@ -281,8 +291,11 @@ class _Copier:
     ) -> None:
         ts = msg.timestamp()[1]
         out: list[tuple[str, str | bytes | None]] = list(headers) if headers else []
-        out.append((REPLAY_HEADER, f"{self.topic}/{partition}/{offset}".encode()))
+        ref = f"{self.topic}/{partition}/{offset}"
+        out.append((REPLAY_HEADER, ref.encode()))
         out.append((REPLAY_TIMESTAMP_HEADER, str(ts).encode()))
+        if self.tracing is not None:
+            out = list(self.tracing.copied(cast("list[Header]", out), self.into, ref))
         # -1: the partitioner picks (by key); 0: the broker's clock stamps the copy
         to_partition = partition if self.keep_partition else -1
         stamp = ts if self.keep_timestamps and ts > 0 else 0
