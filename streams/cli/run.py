@@ -89,6 +89,15 @@ WaitOpt = typer.Option(
 StatusOpt = typer.Option(
     None, "--status/--no-status", help="Live status line (default: when stderr is a terminal)."
 )
+MetricsPortOpt = typer.Option(
+    None,
+    "--metrics-port",
+    min=0,
+    envvar="STREAMS_METRICS_PORT",
+    metavar="PORT",
+    help="Serve Prometheus /metrics, /healthz and /readyz on PORT (needs the extra "
+    "'metrics'); with --instances N, instance i (from 0) serves PORT+i.",
+)
 JsonRunOpt = typer.Option(
     False,
     "--json",
@@ -113,6 +122,7 @@ def run(  # noqa: PLR0917 - a command's options
     stall_warning: float = StallOpt,
     wait_for_broker: bool = WaitOpt,
     schemas: Path | None = SchemasOpt,
+    metrics_port: int | None = MetricsPortOpt,
     as_json: bool = JsonRunOpt,
 ) -> None:
     """Run a topology until Ctrl-C or SIGTERM: consume its sources, process, write its
@@ -132,7 +142,7 @@ def run(  # noqa: PLR0917 - a command's options
         args += ["--timeout", str(timeout), "--stall-warning", str(stall_warning)]
         args += ["--wait-for-broker"] if wait_for_broker else []
         args += ["--json"] if as_json else []
-        raise typer.Exit(_supervise(args, instances))
+        raise typer.Exit(_supervise(args, instances, metrics_port))
     settings = client_settings(config_file, client)
     get_logger("streams.run").debug("client settings", settings=redacted(settings))
     shared, consumer, producer = split_client_overrides(settings)
@@ -147,6 +157,7 @@ def run(  # noqa: PLR0917 - a command's options
         state_dir=state_dir,
         instance_id=instance_id,
         stall_warning_s=stall_warning,
+        metrics_port=metrics_port,
     )
     started = time.monotonic()
     runtime = run_instance(topology, config, live=status)
@@ -185,11 +196,20 @@ def _reach(bootstrap: str, settings: dict[str, str], timeout: float, *, wait: bo
                 warned = True
 
 
-def _supervise(args: list[str], instances: int) -> int:
-    """Start ``instances`` children running ``streams run <args>``; forward stop signals."""
+def _supervise(args: list[str], instances: int, metrics_port: int | None = None) -> int:
+    """Start ``instances`` children running ``streams run <args>``; forward stop signals.
+    With ``metrics_port``, child i serves its metrics on ``metrics_port + i`` (0: each a
+    free port)."""
     env = {**os.environ, "STREAMS_INSTANCES": "1"}
+    env.pop("STREAMS_METRICS_PORT", None)  # each child is given its own port
     cmd = [sys.executable, "-m", "streams", "run", *args]
-    children = [subprocess.Popen(cmd, env=env) for _ in range(instances)]
+
+    def port_of(i: int) -> list[str]:
+        if metrics_port is None:
+            return []
+        return ["--metrics-port", str(metrics_port + i if metrics_port else 0)]
+
+    children = [subprocess.Popen([*cmd, *port_of(i)], env=env) for i in range(instances)]
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         for child in children:

@@ -2,10 +2,11 @@
 
 ``retried``: records written to a retry tier; ``recovered``: records that succeeded after
 at least one failure; ``dead_lettered``: records written to a DLQ; ``dlq_depth``: records
-in each DLQ topic when last measured. Counting is a few integer additions per failure
-(nothing on the success path of a record that never failed). The WARNING carries the
-record's ids and position and the exception's class, never its key, value or message
-(messages often quote the payload).
+in each DLQ topic when last measured; ``retried_by_topic`` and ``dead_lettered_by_topic``:
+the same two counts per input topic (the metrics endpoint's labels). Counting is a few
+integer additions per failure (nothing on the success path of a record that never
+failed). The WARNING carries the record's ids and position and the exception's class,
+never its key, value or message (messages often quote the payload).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class FailureMetrics:
     dead_lettered: int = 0
     dlq_depth: dict[str, int] = field(default_factory=dict)
     by_error: Counter[str] = field(default_factory=Counter)
+    retried_by_topic: Counter[str] = field(default_factory=Counter)
+    dead_lettered_by_topic: Counter[str] = field(default_factory=Counter)
 
     def routed(self, route: Route, acked: bool = True) -> None:
         """Count a failed record once its write to ``route.topic`` is acknowledged.
@@ -42,8 +45,10 @@ class FailureMetrics:
         self.by_error[route.info.exception] += 1
         if not route.dead_letter:
             self.retried += 1
+            self.retried_by_topic[route.info.origin.topic] += 1
             return
         self.dead_lettered += 1
+        self.dead_lettered_by_topic[route.info.origin.topic] += 1
         self.dlq_depth[route.topic] = self.dlq_depth.get(route.topic, 0) + 1
         info = route.info
         _log.warning(
@@ -75,6 +80,8 @@ class FailureMetrics:
             "dead_lettered": self.dead_lettered,
             "dlq_depth": dict(self.dlq_depth),
             "by_error": dict(self.by_error),
+            "retried_by_topic": dict(self.retried_by_topic),
+            "dead_lettered_by_topic": dict(self.dead_lettered_by_topic),
         }
 
 

@@ -16,6 +16,7 @@ class Stats:
     partitions: int = 0
     lag: int | None = None
     rebalances: int = 0
+    rebalance_seconds: float = 0.0  # time spent in the rebalance callbacks
     duplicates: int = 0  # records dropped by dedup steps
     # Failure routing counters (retried, recovered, dead_lettered, dlq_depth, by_error).
     failures: dict[str, Any] = field(default_factory=dict)

@@ -36,6 +36,9 @@ class RuntimeConfig:
     crash_limit: int = 3
     # A record in hand this long is reported (one WARNING with its coordinates); 0: never.
     stall_warning_s: float = 30.0
+    # Serve Prometheus metrics, /healthz and /readyz on this port (0: a free one); None:
+    # no metrics, and nothing of them on the record path (``streams.observability``).
+    metrics_port: int | None = None
     # Exactly-once: how long an open transaction of a dead instance blocks readers at most.
     transaction_timeout_ms: int = 10_000
 

@@ -71,6 +71,11 @@ class LocalStorage(ABC):
         """The number of stored entries; may scan the whole store."""
         return sum(1 for _ in self.items())
 
+    def estimated_count(self) -> int:
+        """About how many entries are stored, without a scan where the backend keeps an
+        estimate; safe to call from another thread (a metrics scrape)."""
+        return self.count()
+
     def sync(self) -> None:  # noqa: B027 (a no-op is right for volatile storage)
         """Make every written batch durable before a checkpoint names it as restored."""
 

@@ -45,6 +45,8 @@ def test_counters_and_a_single_warning_with_ids_but_no_payload() -> None:
         "dead_lettered": 1,
         "dlq_depth": {"billing-payments-dlq": 1},
         "by_error": {"ValueError": 2},
+        "retried_by_topic": {"payments": 1},
+        "dead_lettered_by_topic": {"payments": 1},
     }
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     warnings = [line for line in lines if line["level"] == "warning"]

@@ -30,9 +30,13 @@ INSTALL = "pip install 'streams[testing]'"
 # Imported at module level by modules that only the named tool loads.
 LOADED_BY_ITS_TOOL = {"streams/testing/plugin.py": {"pytest"}}
 
-# Packages that are an extra's module: only ``pip install 'streams[<extra>]'`` makes them
-# importable, so their module-level imports are that extra's (or core) dependencies.
-EXTRA_PACKAGES = {"streams/faust/": "faust"}
+# Packages (a folder) and modules (a file) that are an extra's: only ``pip install
+# 'streams[<extra>]'`` makes them importable, so their module-level imports are that
+# extra's (or core) dependencies. The core imports them lazily, inside a function.
+EXTRA_PACKAGES = {
+    "streams/faust/": "faust",
+    "streams/observability/metrics.py": "metrics",
+}
 
 
 def _extra_of(relative: str) -> str | None:
@@ -114,6 +118,8 @@ def test_the_extras_a_user_and_a_developer_install() -> None:
     dev = project["optional-dependencies"]["dev"]
     assert any(re.fullmatch(r"streams\[testing,registry,docs\]", r) for r in dev), dev
     assert "streams[faust]" in dev, dev
+    assert "streams[metrics]" in dev, dev
+    assert "prometheus-client" in extras["metrics"]
     assert {"pytest-timeout", "hypothesis", "mypy", "ruff"} <= extras["dev"]
 
 

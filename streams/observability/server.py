@@ -1,0 +1,122 @@
+"""The metrics port: ``/metrics``, ``/healthz`` and ``/readyz`` of one runtime instance.
+
+``MetricsServer(port, health, exposition).start()`` binds the port at once (a port that
+is taken raises ``MetricsServerError``, so ``streams run`` fails with one line before it
+consumes anything) and serves from a daemon thread until ``stop()``:
+
+- ``/metrics``: Prometheus text format, ``exposition()``'s body and content type, built
+  at scrape time (``streams.observability.metrics``).
+- ``/healthz``: 200 ``ok`` while the loop runs, else 503.
+- ``/readyz``: 200 ``ready`` when ``health.unready()`` is empty, else 503 with the
+  reasons, one a line (``streams.observability.health``).
+
+``load_metrics`` imports the metrics module, which needs ``prometheus_client`` (the extra
+``metrics``): without it, one ``MetricsServerError`` saying what to install.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import ModuleType
+from typing import Any
+
+from streams.errors import StreamsError
+from streams.observability.health import Health
+
+INSTALL = "pip install 'streams[metrics]'"
+
+Exposition = Callable[[], tuple[bytes, str]]
+"""Returns the body of a scrape and its content type."""
+
+
+class MetricsServerError(StreamsError):
+    """The metrics port cannot be served: the package is missing or the port is taken."""
+
+
+def load_metrics() -> ModuleType:
+    """``streams.observability.metrics``, or ``MetricsServerError`` without its package."""
+    try:
+        from streams.observability import metrics  # noqa: PLC0415 - the extra's module
+    except ImportError as exc:
+        raise MetricsServerError(
+            f"--metrics-port needs the package prometheus_client: {INSTALL}"
+        ) from exc
+    return metrics
+
+
+class MetricsServer:
+    """Serves one instance's metrics and health on ``port`` (0: a free port, see ``port``)."""
+
+    def __init__(
+        self, port: int, health: Health, exposition: Exposition, *, host: str = "0.0.0.0"
+    ) -> None:
+        self._requested = port
+        self._host = host
+        self._health = health
+        self._exposition = exposition
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port (the one asked for, or the free one picked for 0)."""
+        return self._server.server_address[1] if self._server is not None else self._requested
+
+    def start(self) -> MetricsServer:
+        handler = _handler(self._health, self._exposition)
+        try:
+            server = ThreadingHTTPServer((self._host, self._requested), handler)
+        except OSError as exc:
+            raise MetricsServerError(
+                f"cannot serve metrics on port {self._requested}: {exc.strerror or exc}"
+            ) from exc
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, name="streams-metrics", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
+
+
+def _handler(health: Health, exposition: Exposition) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                body, content_type = exposition()
+                self._send(200, body, content_type)
+            elif path == "/healthz":
+                alive = health.alive()
+                self._text(200 if alive else 503, "ok" if alive else "not running")
+            elif path == "/readyz":
+                reasons = health.unready()
+                self._text(503 if reasons else 200, "\n".join(reasons) or "ready")
+            else:
+                self._text(404, "not found: /metrics, /healthz and /readyz are served here")
+
+        def _text(self, status: int, text: str) -> None:
+            self._send(status, f"{text}\n".encode(), "text/plain; charset=utf-8")
+
+        def _send(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Scrapes every few seconds are not news: no access log."""
+
+    return Handler
