@@ -81,6 +81,14 @@ TimeoutOpt = typer.Option(
 StallOpt = typer.Option(
     30.0, "--stall-warning", min=0, help="Warn when one record is in hand this long (0: never)."
 )
+StallAfterOpt = typer.Option(
+    60.0,
+    "--stall-after",
+    min=0,
+    metavar="SECONDS",
+    help="A partition with lag that has not moved this long is stalled: a WARNING, and "
+    "/readyz not ready until it moves (0: never).",
+)
 WaitOpt = typer.Option(
     False,
     "--wait-for-broker",
@@ -120,6 +128,7 @@ def run(  # noqa: PLR0917 - a command's options
     config_file: Path | None = ConfigFileOpt,
     timeout: float = TimeoutOpt,
     stall_warning: float = StallOpt,
+    stall_after: float = StallAfterOpt,
     wait_for_broker: bool = WaitOpt,
     schemas: Path | None = SchemasOpt,
     metrics_port: int | None = MetricsPortOpt,
@@ -140,6 +149,7 @@ def run(  # noqa: PLR0917 - a command's options
         args += ["--state-dir", state_dir] if state_dir else []
         args += ["--config", str(config_file)] if config_file else []
         args += ["--timeout", str(timeout), "--stall-warning", str(stall_warning)]
+        args += ["--stall-after", str(stall_after)]
         args += ["--wait-for-broker"] if wait_for_broker else []
         args += ["--json"] if as_json else []
         raise typer.Exit(_supervise(args, instances, metrics_port))
@@ -157,6 +167,7 @@ def run(  # noqa: PLR0917 - a command's options
         state_dir=state_dir,
         instance_id=instance_id,
         stall_warning_s=stall_warning,
+        stall_after_s=stall_after,
         metrics_port=metrics_port,
     )
     started = time.monotonic()

@@ -60,6 +60,10 @@ class WaitForDue(Forward):
                 return
         self.next.submit(record)
 
+    def is_held(self, topic: str, partition: int) -> bool:
+        """Is the retry partition paused until its head is due (waiting, not stalled)?"""
+        return self._gate.is_held(topic, partition)
+
     def poll(self) -> None:
         resume_due(self._consumer, self._gate, self._now())
         self.next.poll()

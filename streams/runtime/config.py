@@ -36,6 +36,9 @@ class RuntimeConfig:
     crash_limit: int = 3
     # A record in hand this long is reported (one WARNING with its coordinates); 0: never.
     stall_warning_s: float = 30.0
+    # A partition with lag whose position has not moved this long is stalled (one WARNING,
+    # a metric, /readyz not ready until it moves: ``streams.runtime.stall``); 0: never.
+    stall_after_s: float = 60.0
     # Serve Prometheus metrics, /healthz and /readyz on this port (0: a free one); None:
     # no metrics, and nothing of them on the record path (``streams.observability``).
     metrics_port: int | None = None

@@ -63,7 +63,7 @@ from streams.runtime.commit import CommitContext, make_committer
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import RecordFailed
 from streams.runtime.recovery import Recovery
-from streams.runtime.stall import StallWatch
+from streams.runtime.stall import StallWatch, partition_progress
 from streams.runtime.state import RuntimeState, crash_guard, needs_state, processing_guarantee
 from streams.state import StateManager
 from streams.topology import Topology
@@ -169,7 +169,17 @@ class Runtime:
             on_skip=on_skip,
             intake=intake,
         )
-        self._stall = StallWatch(self._chain.attempt.plan.current, config.stall_warning_s, log)
+        current, gate = self._chain.attempt.plan.current, self._chain.gate
+        self._stall = StallWatch(
+            current,
+            config.stall_warning_s,
+            log,
+            after_s=config.stall_after_s,
+            # A retry tier held until its head is due is waiting, not stalled.
+            progress=partition_progress(
+                partitions, consumer, current, gate.is_held if gate is not None else None
+            ),
+        )
         self._recovery = Recovery(
             consumer=consumer,
             committer=committer,
@@ -190,6 +200,11 @@ class Runtime:
         """The instance's stores (None when the topology declares none, routes no failures
         and runs at-least-once); ``state.stores[name].partitions`` are the open ones."""
         return self._state.manager if self._state is not None else None
+
+    @property
+    def stall(self) -> StallWatch:
+        """The stall watch: ``stalled_partitions()`` (a metric), ``unready()`` (/readyz)."""
+        return self._stall
 
     @property
     def assignment(self) -> list[TP]:
