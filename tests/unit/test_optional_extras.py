@@ -16,7 +16,7 @@ import subprocess
 import sys
 import textwrap
 import tomllib
-from importlib.metadata import packages_distributions
+from importlib.metadata import distribution, packages_distributions
 from pathlib import Path
 
 import pytest
@@ -36,6 +36,7 @@ LOADED_BY_ITS_TOOL = {"streams/testing/plugin.py": {"pytest"}}
 EXTRA_PACKAGES = {
     "streams/faust/": "faust",
     "streams/observability/metrics.py": "metrics",
+    "streams/observability/otel.py": "otel",
 }
 
 
@@ -72,6 +73,42 @@ def _module_level_imports(path: Path) -> set[str]:
     return found
 
 
+def _module_level_names(path: Path) -> set[str]:
+    """The dotted names ``_module_level_imports`` found (``opentelemetry.trace.Link``)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _providers(names: set[str], top: str, candidates: list[str]) -> list[str]:
+    """The distributions among ``candidates`` that hold what ``names`` import from the
+    package ``top``: a namespace package (``opentelemetry``: api, sdk, semantic
+    conventions) is split between several, and only the ones an import reaches count."""
+    if len(candidates) == 1:
+        return candidates
+    files = {d: {str(f) for f in distribution(d).files or ()} for d in candidates}
+    found: set[str] = set()
+    for name in (n for n in names if n.split(".")[0] == top):
+        parts = name.split(".")
+        for size in range(len(parts), 1, -1):  # the longest prefix that is a module
+            path = "/".join(parts[:size])
+            holders = {
+                d
+                for d, held in files.items()
+                if f"{path}.py" in held or f"{path}/__init__.py" in held
+            }
+            if holders:
+                found |= holders
+                break
+        else:
+            return candidates
+    return sorted(found) or candidates
+
+
 def test_core_dependencies_are_exactly_what_the_core_imports() -> None:
     distributions = packages_distributions()
     imported: dict[str, set[str]] = {}
@@ -87,7 +124,7 @@ def test_core_dependencies_are_exactly_what_the_core_imports() -> None:
             assert module in distributions, f"{relative} imports {module}: not installed"
             extra = _extra_of(relative)
             found = imported if extra is None else by_extra.setdefault(extra, {})
-            for dist in distributions[module]:
+            for dist in _providers(_module_level_names(path), module, distributions[module]):
                 found.setdefault(_canonical(dist), set()).add(relative)
 
     project = _pyproject()["project"]
