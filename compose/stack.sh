@@ -34,7 +34,7 @@ case "${1:-}" in
     ;;
   down)
     shift
-    "${compose[@]}" --profile ui down --volumes --remove-orphans "$@"
+    "${compose[@]}" --profile ui --profile observability down --volumes --remove-orphans "$@"
     ;;
   config)
     shift

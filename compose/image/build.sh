@@ -147,7 +147,8 @@ app_image() {
   mkdir -p "$context/wheels"
   # Wheels are built here, where PyPI is reachable; the image build then needs no network.
   say "building wheels for $tag"
-  "$PYTHON" -m pip wheel --quiet --wheel-dir "$context/wheels" "$ROOT" >&2
+  # With the extra `metrics`: the stack's topology serves /metrics (compose.yaml).
+  "$PYTHON" -m pip wheel --quiet --wheel-dir "$context/wheels" "$ROOT[metrics]" >&2
   mkdir -p "$context/app"
   cp -a "$ROOT/topology" "$ROOT/schemas" "$context/app/"
   find "$context" -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -47,7 +47,7 @@ from streams.pipeline.step import Forward, Step
 from streams.state import StateManager
 from streams.topology.policy import ProcessingFailure
 
-SAMPLE_EVERY = 16
+SAMPLE_EVERY = 32
 """One record in this many is timed (a timer per record would cost more than the rest)."""
 
 LAG_EVERY_S = 1.0

@@ -95,7 +95,11 @@ def _handler(health: Health, exposition: Exposition) -> type[BaseHTTPRequestHand
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
-                body, content_type = exposition()
+                try:
+                    body, content_type = exposition()
+                except Exception as exc:  # a scrape that fails is one line, not a traceback
+                    self._text(500, f"metrics failed: {type(exc).__name__}: {exc}")
+                    return
                 self._send(200, body, content_type)
             elif path == "/healthz":
                 alive = health.alive()
