@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,13 +184,19 @@ def peak_rss_of(pid: int) -> float:
 
 
 def start_instance(
-    ctx: BenchContext, path: Path, app_id: str, source: str, *args: str
+    ctx: BenchContext,
+    path: Path,
+    app_id: str,
+    source: str,
+    *args: str,
+    launcher: Sequence[str] = ("-m", "streams"),
 ) -> tuple[subprocess.Popen[bytes], list[str]]:
     """Create the app's output topics (so the watcher sees them from the start), then start
-    ``streams run`` on them (``args``: more options). Returns the process and the outputs."""
+    ``streams run`` on them (``args``: more options; ``launcher``: how Python starts the
+    command, e.g. with tracing set up first). Returns the process and the outputs."""
     topology = load_topology(path, app_id=app_id, params={"input": source})
     prepare_topics(ctx.admin, topology)
-    cmd = [sys.executable, "-m", "streams", "run", str(path), "--app-id", app_id]
+    cmd = [sys.executable, *launcher, "run", str(path), "--app-id", app_id]
     cmd += ["--set", f"input={source}", "--bootstrap", ctx.bootstrap, "--no-status", *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return proc, topology.topics_written
