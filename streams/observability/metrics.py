@@ -69,6 +69,23 @@ _COMMIT_KINDS = {
 }
 
 
+class Stalled(Protocol):
+    """One stalled partition (``streams.runtime.stall.StalledPartition``)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def seconds(self) -> float: ...
+
+
+class StallState(Protocol):
+    """What the metrics read of the stall watch (``streams.runtime.stall.StallWatch``)."""
+
+    def stalled_partitions(self) -> Sequence[Stalled]: ...
+
+
 class Runtime(Protocol):
     """What the metrics read of a runtime (``streams.runtime.Runtime`` is one)."""
 
@@ -76,6 +93,8 @@ class Runtime(Protocol):
     def stats(self) -> Stats: ...
     @property
     def health(self) -> Health: ...
+    @property
+    def stall(self) -> StallState: ...
     @property
     def state(self) -> StateManager | None: ...
     @property
@@ -412,6 +431,23 @@ class RuntimeCollector(Collector):
             GaugeMetricFamily("streams_restoring", "1 while stores are restored.", labels=names),
             1 if health.restoring else 0,
         )
+        stalled = runtime.stall.stalled_partitions()
+        yield one(
+            GaugeMetricFamily(
+                "streams_stalled_partitions",
+                "Partitions with lag whose position has not moved for stall_after_s.",
+                labels=names,
+            ),
+            len(stalled),
+        )
+        seconds = GaugeMetricFamily(
+            "streams_partition_stalled_seconds",
+            "Seconds since a stalled partition last moved (only stalled partitions).",
+            labels=[*names, "topic", "partition"],
+        )
+        for s in stalled:
+            seconds.add_metric([*values, s.topic, str(s.partition)], s.seconds)
+        yield seconds
         yield from self._lag(names, values)
         yield from self._stores(names, values)
         yield from _librdkafka(m.librdkafka, names, values)

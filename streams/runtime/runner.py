@@ -63,7 +63,7 @@ from streams.runtime.commit import CommitContext, make_committer
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import RecordFailed
 from streams.runtime.recovery import Recovery
-from streams.runtime.stall import StallWatch, partition_progress
+from streams.runtime.stall import PartitionEnds, StallWatch
 from streams.runtime.state import RuntimeState, crash_guard, needs_state, processing_guarantee
 from streams.state import StateManager
 from streams.topology import Topology
@@ -147,6 +147,10 @@ class Runtime:
             auto_offset_reset=config.auto_offset_reset,
             timeout=config.shutdown_timeout_s,
         )
+        # The stall watch's view of the partitions (a step refreshes it; none when off).
+        ends = PartitionEnds(partitions, consumer, every_s=min(config.stall_after_s / 4, 5.0))
+        if config.stall_after_s > 0:
+            intake = (*intake, ends.step)
         context = CommitContext(
             consumer, self._admin, sink, make_producer, partitions, config.shutdown_timeout_s, log
         )
@@ -169,17 +173,17 @@ class Runtime:
             on_skip=on_skip,
             intake=intake,
         )
-        current, gate = self._chain.attempt.plan.current, self._chain.gate
+        gate = self._chain.gate
+        if gate is not None:  # a retry tier held until its head is due: waiting, not stalled
+            ends.waiting = gate.is_held
         self._stall = StallWatch(
-            current,
+            self._chain.attempt.plan.current,
             config.stall_warning_s,
             log,
             after_s=config.stall_after_s,
-            # A retry tier held until its head is due is waiting, not stalled.
-            progress=partition_progress(
-                partitions, consumer, current, gate.is_held if gate is not None else None
-            ),
+            progress=ends,
         )
+        self.health.register(self._stall)  # a stalled partition: /readyz not ready
         self._recovery = Recovery(
             consumer=consumer,
             committer=committer,

@@ -33,6 +33,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from streams.coordinates import TP
 from streams.logs import Logger
 from streams.pipeline.offsets import Partitions
+from streams.pipeline.step import Forward, Step
 from streams.topology.context import Current
 
 
@@ -68,42 +69,80 @@ class OffsetsAsked(Protocol):
     ) -> Any: ...
 
 
-def partition_progress(
-    partitions: Partitions,
-    consumer: OffsetsAsked,
-    current: Current,
-    waiting: Callable[[str, int], bool] | None = None,
-) -> Progress:
-    """The progress of the runtime's partitions, read from the watch's thread: the
-    position past the last finished record (else the committed offset, else the
-    consumer's position), never past the record in hand (it is not finished); the end
-    from the consumer's cached high watermark (no request). ``waiting(topic, partition)``:
-    a partition that is meant to stand still (a retry tier held until due) is left out."""
+class PartitionEnds:
+    """The progress of the runtime's partitions, for the watch's thread.
 
-    def progress() -> list[PartitionProgress]:
+    Positions are read from ``Partitions`` (the position past the last finished record,
+    else the committed offset, else the consumer's position); ends are the consumer's
+    cached high watermarks (no request). The consumer is asked only on the runtime's
+    thread, by ``refresh`` (its ``step``'s ``poll``, at most every ``every_s``):
+    confluent-kafka serialises calls on one consumer, so a call from the watch's thread
+    waits for the loop's ``poll`` to return (seen: tens of seconds). While the runtime's
+    thread is held by a step, the last ends stay: an end only grows. ``waiting(topic,
+    partition)``: a partition meant to stand still (a retry tier held until due) is left
+    out."""
+
+    def __init__(self, partitions: Partitions, consumer: OffsetsAsked, every_s: float) -> None:
+        self._partitions = partitions
+        self._consumer = consumer
+        self._every_s = every_s
+        self._next = 0.0
+        self._ends: dict[TP, tuple[int | None, int]] = {}  # (consumer's position, end)
+        self.waiting: Callable[[str, int], bool] | None = None
+
+    def step(self, next: Step) -> Step:
+        """The chain step that refreshes the ends (an ``Intake``: nothing per record)."""
+        return _Refresh(next, self)
+
+    def refresh(self, now: float) -> None:
+        """Read the ends (and positions not known otherwise) from the consumer. Runtime
+        thread only."""
+        if now < self._next:
+            return
+        self._next = now + self._every_s
+        consumer, ends = self._consumer, {}
+        for po in self._partitions.values():
+            tp = TopicPartition(po.topic, po.partition)
+            try:
+                found: int | None = None
+                if po.position is None and po.committed is None:
+                    found = consumer.position([tp])[0].offset
+                end = consumer.get_watermark_offsets(tp, cached=True)[1]
+            except (KafkaException, RuntimeError):  # closing, or not known yet
+                continue
+            if end is not None and end >= 0:
+                ends[(po.topic, po.partition)] = (found if found and found >= 0 else None, end)
+        self._ends = ends
+
+    def __call__(self) -> list[PartitionProgress]:
+        """Every assigned partition's progress (the watch's thread: no consumer call)."""
         out = []
-        record = current.record
-        for po in partitions.values():  # a copy: the runtime's thread may change the map
+        ends, waiting = self._ends, self.waiting
+        for po in self._partitions.values():  # a copy: the runtime's thread may change it
             topic, partition = po.topic, po.partition
             if waiting is not None and waiting(topic, partition):
                 continue
-            tp = TopicPartition(topic, partition)
+            known = ends.get((topic, partition))
             position = po.position if po.position is not None else po.committed
-            try:
-                if position is None:
-                    found = consumer.position([tp])[0].offset
-                    position = found if found >= 0 else None
-                end: int | None = consumer.get_watermark_offsets(tp, cached=True)[1]
-            except (KafkaException, RuntimeError):  # closing, or unknown yet: look again later
-                continue
-            if record is not None and (record.topic, record.partition) == (topic, partition):
-                position = record.offset if position is None else min(position, record.offset)
-            out.append(
-                PartitionProgress(topic, partition, position, end if end and end >= 0 else None)
-            )
+            if position is None and known is not None:
+                position = known[0]
+            out.append(PartitionProgress(topic, partition, position, known[1] if known else None))
         return out
 
-    return progress
+
+class _Refresh(Forward):
+    """Refreshes ``PartitionEnds`` at each poll; records go straight to the next step."""
+
+    __slots__ = ("_ends", "submit")
+
+    def __init__(self, next: Step, ends: PartitionEnds) -> None:
+        super().__init__(next)
+        self.submit = next.submit  # type: ignore[method-assign]  # no call of ours per record
+        self._ends = ends
+
+    def poll(self) -> None:
+        self._ends.refresh(time.monotonic())
+        self.next.poll()
 
 
 def _no_partitions() -> list[PartitionProgress]:
@@ -195,8 +234,15 @@ class StallWatch:
         last_moved = self._moved
         moved: dict[TP, tuple[int | None, float]] = {}
         stalled: list[StalledPartition] = []
-        for topic, partition, position, end in self._progress():
+        record = self._current.record  # not finished: its partition is not past it
+        for topic, partition, finished, known_end in self._progress():
             key = (topic, partition)
+            position, end = finished, known_end
+            if record is not None and (record.topic, record.partition) == key:
+                # Its end is past it too, even before the consumer's cached end is read
+                # (a step that blocks on the first batch after an assignment).
+                position = record.offset if position is None else min(position, record.offset)
+                end = record.offset + 1 if end is None else max(end, record.offset + 1)
             lag = end - position if position is not None and end is not None else 0
             last = last_moved.get(key)
             if last is None or last[0] != position or lag <= 0:

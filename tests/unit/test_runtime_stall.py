@@ -3,17 +3,21 @@ and one for a partition with lag that stopped moving (a metric and /readyz read 
 
 from __future__ import annotations
 
+import threading
+import time
+
 from confluent_kafka import TopicPartition
 from structlog.testing import capture_logs
 
 from streams.logs import get_logger
 from streams.pipeline.offsets import Partitions
 from streams.pipeline.record import Record
+from streams.pipeline.step import Forward
 from streams.runtime.stall import (
+    PartitionEnds,
     PartitionProgress,
     StalledPartition,
     StallWatch,
-    partition_progress,
 )
 from streams.testing import wait_until
 from streams.topology.context import Current
@@ -153,41 +157,67 @@ def test_a_stalled_partition_that_leaves_is_no_longer_stalled() -> None:
 
 
 class Consumer:
-    """The two questions the progress asks a consumer, answered from dicts."""
+    """The two questions the progress asks a consumer, answered from dicts, on one thread."""
 
     def __init__(self, positions: dict[int, int], ends: dict[int, int]) -> None:
         self.positions, self.ends = positions, ends
+        self.threads: set[int] = set()
 
     def position(self, tps: list[TopicPartition]) -> list[TopicPartition]:
+        self.threads.add(threading.get_ident())
         return [TopicPartition(tp.topic, tp.partition, self.positions[tp.partition]) for tp in tps]
 
     def get_watermark_offsets(
         self, tp: TopicPartition, timeout: float = -1, cached: bool = False
     ) -> tuple[int, int]:
-        assert cached  # never a request from the watch's thread
+        assert cached  # never a request
+        self.threads.add(threading.get_ident())
         return 0, self.ends[tp.partition]
 
 
-def test_progress_is_the_last_finished_record_never_past_the_one_in_hand() -> None:
-    partitions = Partitions(Consumer({}, {}), auto_offset_reset="earliest", timeout=1)
+def test_progress_is_the_last_finished_record_and_the_consumer_is_asked_on_one_thread() -> None:
+    consumer = Consumer({0: 99, 1: 99, 2: 5, 3: 99}, {0: 20, 1: 30, 2: 9, 3: 5})
+    partitions = Partitions(consumer, auto_offset_reset="earliest", timeout=1)
     partitions.assign([("orders", p) for p in range(4)])
-    finished, committed, in_hand, held = partitions.values()
+    finished, committed, _unknown, held = partitions.values()
     finished.position, finished.committed = 12, 10
     committed.committed = 30
-    in_hand.position = 8  # records up to 7 finished; 8 is in hand
-    current = Current()
-    current.record = Record("orders", 2, 8, 0, b"k", b"v", ())
-    consumer = Consumer({0: 99, 1: 99, 2: 99, 3: 99}, {0: 20, 1: 30, 2: 9, 3: 5})
-    progress = partition_progress(
-        partitions, consumer, current, lambda _topic, partition: partition == held.partition
-    )
-    assert progress() == [
+    ends = PartitionEnds(partitions, consumer, every_s=1.0)
+    ends.waiting = lambda _topic, partition: partition == held.partition
+    ends.step(Forward(Sink())).poll()  # the runtime's thread, at a poll
+    watch_side: list[list[PartitionProgress]] = []
+    thread = threading.Thread(target=lambda: watch_side.append(ends()))
+    thread.start()
+    thread.join()
+    assert watch_side[0] == [
         PartitionProgress("orders", 0, 12, 20),
         PartitionProgress("orders", 1, 30, 30),
-        PartitionProgress("orders", 2, 8, 9),
+        PartitionProgress("orders", 2, 5, 9),  # nothing finished yet: the consumer's position
     ]
-    in_hand.position = None  # nothing finished yet: the consumer's position, bounded
-    assert progress()[2] == PartitionProgress("orders", 2, 8, 9)
+    assert consumer.threads == {threading.get_ident()}  # never from the watch's thread
+    consumer.ends[0] = 25
+    ends.refresh(time.monotonic())  # within every_s of the last: not asked again
+    assert ends()[0].end == 20
+
+
+class Sink:
+    def submit(self, record: Record) -> None: ...
+    def poll(self) -> None: ...
+
+
+def test_a_partition_is_never_past_the_record_in_hand() -> None:
+    watch, current, progress = partition_watch(after_s=10)
+    current.record = record(8)  # orders[3]@8 in hand, while its partition says 12
+    progress.now = [PartitionProgress("orders", 3, 12, 12)]
+    watch.look(0.0)
+    watch.look(10.0)
+    assert watch.stalled_partitions() == (StalledPartition("orders", 3, 8, 4, 10.0),)
+    # Its end not known yet (the consumer's cache is read at polls): the record is there.
+    progress.now = [PartitionProgress("orders", 4, None, None)]
+    current.record = Record("orders", 4, 0, 0, b"k", b"v", ())
+    watch.look(20.0)
+    watch.look(30.0)
+    assert watch.stalled_partitions() == (StalledPartition("orders", 4, 0, 1, 10.0),)
 
 
 def test_the_watch_thread_reports_a_stalled_partition() -> None:
