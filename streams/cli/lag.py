@@ -1,5 +1,9 @@
 """``streams lag [--group G] [--watch] [--threshold N]``: consumer lag per group and topic.
 
+Record lag (records not yet processed) and time lag (the age of the oldest of them, read
+from the record at the group's committed offset; ``time_lag_s`` in ``--json``, null
+when it could not be read within ``--timeout``).
+
 Exit status: 0, or 3 when ``--threshold`` is exceeded (1 stays for errors), so a cron
 job or a probe can alert on it.
 """
@@ -21,6 +25,7 @@ from streams.cli._common import (
     TimeoutOpt,
     console,
     err_console,
+    human_duration,
     print_json,
 )
 from streams.config import client_settings
@@ -33,17 +38,22 @@ GroupsOpt = typer.Option([], "--group", "-g", metavar="GROUP", help="Only this g
 
 def _table(rows: list[TopicLag], threshold: int | None) -> Table:
     table = Table(title=f"consumer lag ({time.strftime('%H:%M:%S')})")
-    for col in ("group", "topic", "state", "members", "partitions", "lag", "max/partition"):
+    columns = ("group", "topic", "state", "members", "partitions", "lag", "max/partition")
+    for col in (*columns, "time lag"):
         table.add_column(col, justify="left" if col in {"group", "topic", "state"} else "right")
     for r in rows:
         style = "bold red" if threshold is not None and r.lag > threshold else None
         table.add_row(
             r.group, r.topic, r.state, str(r.members), str(r.partitions), f"{r.lag:,}",
-            f"{r.max_partition_lag:,}", style=style,
+            f"{r.max_partition_lag:,}", _age(r.time_lag_s), style=style,
         )  # fmt: skip
     if not rows:
         table.caption = "no committed offsets"
     return table
+
+
+def _age(seconds: float | None) -> str:
+    return "?" if seconds is None else human_duration(seconds)
 
 
 def lag_command(  # noqa: PLR0917 - a command's options

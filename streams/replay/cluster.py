@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from confluent_kafka import (
+    Consumer,
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
@@ -282,6 +283,43 @@ class Cluster:
             ),
         )
         return {(tp.topic, tp.partition): info.offset for tp, info in results.items()}
+
+    def record_times(self, offsets: Mapping[TP, int]) -> dict[TP, int]:
+        """The timestamp (epoch ms) of the record at each offset (the first one after it,
+        where it is gone), read with one consumer assigned there: one fetch per partition,
+        every partition within ``timeout`` together. A partition with no record there in
+        time (or one without timestamps) is left out."""
+        if not offsets:
+            return {}
+        self.check()
+        consumer = Consumer(
+            self.client_config(
+                **{
+                    "group.id": "streams-record-times",  # never joined, never committed
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": True,
+                    "fetch.max.bytes": 1024 * 1024,
+                }
+            )
+        )
+        found: dict[TP, int] = {}
+        waiting = set(offsets)
+        try:
+            consumer.assign([TopicPartition(t, p, o) for (t, p), o in offsets.items()])
+            deadline = time.monotonic() + self.timeout
+            while waiting and (left := deadline - time.monotonic()) > 0:
+                for msg in consumer.consume(500, timeout=min(left, 0.5)):
+                    key = (msg.topic(), msg.partition())
+                    if key not in waiting:
+                        continue
+                    waiting.discard(key)  # its first record, or its end
+                    consumer.pause([TopicPartition(*key)])  # nothing more from it
+                    kind, ms = msg.timestamp()
+                    if msg.error() is None and kind and ms >= 0:
+                        found[key] = ms
+        finally:
+            consumer.close()
+        return found
 
     def committed(self, group: str, partitions: Sequence[TP] | None = None) -> dict[TP, int]:
         """The group's committed offsets (all of them, or for ``partitions``); partitions

@@ -3,10 +3,17 @@
 Lag of a partition is its log end offset (read-uncommitted, as Kafka's
 ``--describe``) minus the group's committed offset; a topic's lag is the sum over the
 partitions the group has committed. One ListOffsets request covers every group.
+
+Time lag is how far behind in time: the seconds between now and the timestamp of the
+oldest record a group has yet to process (the record at its committed offset), the
+largest over a topic's partitions; 0 when caught up, None when that record could not be
+read in time. The records are read by one consumer assigned at the committed offsets
+(one fetch per lagging partition, all within the cluster's timeout).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,6 +33,7 @@ class TopicLag:
     partitions: int  # partitions the group has committed offsets for
     lag: int
     max_partition_lag: int
+    time_lag_s: float | None = 0.0  # the oldest unprocessed record's age (None: unread)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -36,6 +44,7 @@ class TopicLag:
             "partitions": self.partitions,
             "lag": self.lag,
             "max_partition_lag": self.max_partition_lag,
+            "time_lag_s": self.time_lag_s,
         }
 
 
@@ -56,21 +65,65 @@ def lag(cluster: Cluster, groups: Sequence[str] | None = None) -> list[TopicLag]
     existing = cluster.topics()  # a group may hold commits for a deleted topic: skip those
     everything = sorted({tp for c in commits.values() for tp in c if tp[0] in existing})
     ends = cluster.list_offsets(everything, "latest")
+    behind = {
+        (name, tp): committed
+        for name in names
+        for tp, committed in commits[name].items()
+        if tp[0] in existing and ends[tp] > committed
+    }
+    times = _record_times(cluster, set(behind.items()))
+    now_ms = time.time() * 1000
     rows = []
     for name in names:
         per_topic: dict[str, list[int]] = {}
+        ages: dict[str, list[float | None]] = {}
         for (topic, partition), committed in commits[name].items():
             if topic not in existing:
                 continue
             per_topic.setdefault(topic, []).append(max(ends[(topic, partition)] - committed, 0))
+            if (name, (topic, partition)) in behind:
+                ts = times.get(((topic, partition), committed))
+                age = round(max(now_ms - ts, 0) / 1000, 3) if ts is not None else None
+                ages.setdefault(topic, []).append(age)
         info = infos[name]
         for topic, lags in sorted(per_topic.items()):
+            known = [a for a in ages.get(topic, []) if a is not None]
+            time_lag = max(known) if known else (None if ages.get(topic) else 0.0)
             rows.append(
                 TopicLag(
-                    name, topic, info.state, len(info.members), len(lags), sum(lags), max(lags)
+                    name,
+                    topic,
+                    info.state,
+                    len(info.members),
+                    len(lags),
+                    sum(lags),
+                    max(lags),
+                    time_lag,
                 )
             )
     return rows
+
+
+def _record_times(
+    cluster: Cluster, behind: set[tuple[tuple[str, TP], int]]
+) -> dict[tuple[TP, int], int]:
+    """The timestamp of the record at each (partition, offset) some group is behind at:
+    groups at the same offset share one read; a partition is read once per round, so
+    groups at different offsets of one partition take a round each."""
+    pending = sorted({(tp, offset) for (_group, tp), offset in behind})
+    found: dict[tuple[TP, int], int] = {}
+    while pending:
+        now: dict[TP, int] = {}
+        later = []
+        for tp, offset in pending:
+            if tp in now:
+                later.append((tp, offset))
+            else:
+                now[tp] = offset
+        for tp, ms in cluster.record_times(now).items():
+            found[(tp, now[tp])] = ms
+        pending = later
+    return found
 
 
 def over_threshold(rows: Sequence[TopicLag], threshold: int) -> list[TopicLag]:
