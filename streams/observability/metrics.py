@@ -6,8 +6,8 @@ runtime asks ``RuntimeMetrics`` at build time for:
 
 - ``measure``: one step put first in the chain (an intake). Per record it adds the
   record to its topic's consumed count and its outputs to their topics' produced counts,
-  and remembers the record's timestamp as its partition's latest: a few dictionary
-  operations. One record in ``sample_every`` is timed through the whole chain; its
+  a few dictionary operations. One record in ``sample_every`` is timed through the whole
+  chain, its timestamp noted as its partition's latest (the lag in seconds); its
   processing time, and its end-to-end latency (record timestamp to every write
   acknowledged: observed once the producer has nothing outstanding), go into histograms
   once per loop turn. Per-partition lag is read there too, at most once a second, on the
@@ -243,6 +243,9 @@ class Measure(Forward):
             self._timed.append((record.topic, time.perf_counter() - start))
             if record.outputs and record.timestamp:
                 self._acked.append(record.timestamp)
+            # The age behind a lagging partition, from its latest sampled record: at most
+            # ``sample_every`` records staler than the latest, for nothing per record.
+            self._latest[record.offsets] = record.timestamp
         consumed, topic = self._consumed, record.topic
         consumed[topic] = consumed.get(topic, 0) + 1
         outputs = record.outputs
@@ -251,7 +254,6 @@ class Measure(Forward):
             for output in outputs:
                 topic = output[0]
                 produced[topic] = produced.get(topic, 0) + 1
-        self._latest[record.offsets] = record.timestamp
 
     def poll(self) -> None:
         self.next.poll()
