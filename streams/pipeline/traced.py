@@ -6,7 +6,9 @@ module is never loaded and the record path has no tracing step. Per attempt:
 
 - a CONSUMER span ``process <topic>``, child of the W3C context in the record's headers
   (a new trace when there is none), current while the plan runs (a step's own spans nest
-  under it), ended when the attempt returns or raises;
+  under it), ended when the attempt returns or raises; a record the sampler would not
+  sample gets no span object at all (``Tracing.unsampled``), only its context, current
+  while the plan runs and carried as below;
 - success: every output carries the span's context (``traceparent``, ``tracestate``);
 - failure: the span is marked failed; a retry copy of the record carries the span's
   context (``carry``), so the retry attempt is its child; a dead letter keeps the headers
@@ -54,6 +56,15 @@ class TracedAttempt(Attempt):
 
     def __call__(self, record: Record) -> AttemptFailure | None:
         tracing = self._tracing
+        quick = tracing.unsampled(record.headers)
+        if quick is not None:
+            carrier, token = quick
+            try:
+                failed = Attempt.__call__(self, record)
+            finally:
+                tracing.leave(token)
+            self._carry(record, failed, carrier)
+            return failed
         topic = record.topic
         name = self._names.get(topic)
         if name is None:
@@ -67,20 +78,26 @@ class TracedAttempt(Attempt):
             span.end()
             raise
         tracing.leave(token)
-        if failed is None:
-            outputs = record.outputs
-            if outputs:
-                pairs = tracing.carrier(ctx)
-                record.outputs = [(t, k, v, [*h, *pairs]) for t, k, v, h in outputs]
-        else:
-            # The failure policy routes this record next: ``carry`` gives its retry copy
-            # this context.
-            self._failed = tracing.carrier(ctx)
+        if failed is not None:
             tracing.failed(span, failed.error, failed.step)
+        if failed is not None or record.outputs:
+            self._carry(record, failed, tracing.carrier(ctx))
         if span.is_recording():
             _describe(span, record, self._group)
         span.end()
         return failed
+
+    def _carry(
+        self, record: Record, failed: AttemptFailure | None, carrier: list[tuple[str, bytes]]
+    ) -> None:
+        """Gives the outputs of a successful attempt the trace headers ``carrier``; keeps
+        them for ``carry`` after a failed one (the failure policy routes it next)."""
+        if failed is not None:
+            self._failed = carrier
+            return
+        outputs = record.outputs
+        if outputs:
+            record.outputs = [(t, k, v, [*h, *carrier]) for t, k, v, h in outputs]
 
     def carry(self, route: Route) -> Route:
         """A retry copy carries the context of the attempt that just failed; a dead letter
