@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 _INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
-_LOGICAL = {
+LOGICAL_TYPES: dict[str, type] = {
     "timestamp-millis": dt.datetime,
     "timestamp-micros": dt.datetime,
     "local-timestamp-millis": dt.datetime,
@@ -23,6 +23,7 @@ _LOGICAL = {
     "decimal": decimal.Decimal,
     "uuid": uuid.UUID,
 }
+"""The Python type of a value of each Avro logical type (what fastavro writes them from)."""
 
 
 def locate(schema: Any, datum: Any) -> tuple[str, str] | None:
@@ -51,7 +52,7 @@ def _find(schema: Any, datum: Any, path: str, names: dict[str, Any]) -> tuple[st
         return (path or "<root>", f"{_show(datum)} matches no branch of the union")
     if isinstance(schema, dict):
         logical = schema.get("logicalType")
-        if logical in _LOGICAL and isinstance(datum, _LOGICAL[logical]):
+        if logical in LOGICAL_TYPES and isinstance(datum, LOGICAL_TYPES[logical]):
             return None
         kind = schema["type"]
         if isinstance(kind, dict | list) or (isinstance(kind, str) and kind in names):

@@ -17,13 +17,12 @@ came in: ``record.envelope`` (id, correlation and causation ids, key, time, sour
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 from collections.abc import Mapping
 from typing import Any, ClassVar, Optional
 
 import faust
 
+from streams.codec.locate import LOGICAL_TYPES
 from streams.envelope import Envelope
 from streams.faust.errors import EnvelopeTopicError
 from streams.schemas.catalog import SchemaCatalog
@@ -40,17 +39,9 @@ _PRIMITIVES: dict[str, Any] = {
     "fixed": bytes,
     "null": type(None),
 }
-_LOGICAL: dict[str, Any] = {
-    "timestamp-millis": dt.datetime,
-    "timestamp-micros": dt.datetime,
-    "local-timestamp-millis": dt.datetime,
-    "local-timestamp-micros": dt.datetime,
-    "date": dt.date,
-    "time-millis": dt.time,
-    "time-micros": dt.time,
-    "decimal": decimal.Decimal,
-    "uuid": str,
-}
+# uuid fields are annotated str, as the generated records always declared them (fastavro
+# reads them as uuid.UUID; generated records do not coerce, so the annotation is a hint).
+_LOGICAL: dict[str, Any] = {**LOGICAL_TYPES, "uuid": str}
 _MUTABLE = (list, dict)
 
 
