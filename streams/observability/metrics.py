@@ -7,8 +7,10 @@ runtime asks ``RuntimeMetrics`` at build time for:
 - ``measure``: one step put first in the chain (an intake). Per record it adds the
   record to its topic's consumed count and its outputs to their topics' produced counts,
   a few dictionary operations. One record in ``sample_every`` is timed through the whole
-  chain, its timestamp noted as its partition's latest (the lag in seconds); its
-  processing time, and its end-to-end latency (record timestamp to every write
+  chain and through each step (``steps``, a ``StepTimer`` the plan is built with: one
+  extra call per step for every record, the clock read only for the sampled one), its
+  timestamp noted as its partition's latest (the lag in seconds); its processing times,
+  and its end-to-end latency (record timestamp to every write
   acknowledged: observed once the producer has nothing outstanding), go into histograms
   once per loop turn. Per-partition lag is read there too, at most once a second, on the
   runtime's thread (the consumer is not shared with the server's thread).
@@ -46,6 +48,7 @@ from streams.pipeline.stats import Stats
 from streams.pipeline.step import Forward, Step
 from streams.state import StateManager
 from streams.topology.policy import ProcessingFailure
+from streams.topology.step_timer import StepTimer
 
 SAMPLE_EVERY = 32
 """One record in this many is timed (a timer per record would cost more than the rest)."""
@@ -121,6 +124,15 @@ class RuntimeMetrics:
             "Time of one record through the whole chain (decode, steps, stores, produce), "
             f"sampled: one record in {sample_every}.",
             [*names, "topic"],
+            buckets=_PROCESSING_BUCKETS,
+            registry=self.registry,
+        )
+        self.steps = StepTimer()
+        self.step_seconds = Histogram(
+            "streams_step_seconds",
+            "Time of one step or sink on one record, without the steps it hands records to, "
+            f"sampled: one record in {sample_every}.",
+            [*names, "step"],
             buckets=_PROCESSING_BUCKETS,
             registry=self.registry,
         )
@@ -214,6 +226,7 @@ class Measure(Forward):
         "_metrics",
         "_next_lag",
         "_produced",
+        "_steps",
         "_timed",
     )
     # ``_latest`` is keyed by the record's ``PartitionOffsets`` (one object per assigned
@@ -226,6 +239,7 @@ class Measure(Forward):
         self._consumed = metrics.consumed
         self._produced = metrics.produced
         self._every = self._countdown = metrics.sample_every
+        self._steps = metrics.steps
         self._timed: list[tuple[str, float]] = []
         self._acked: list[int] = []  # sampled timestamps (ms) whose outputs await acks
         self._latest: dict[Any, int | None] = {}  # PartitionOffsets: latest record's timestamp
@@ -238,8 +252,13 @@ class Measure(Forward):
             self.next.submit(record)
         else:
             self._countdown = self._every
+            steps = self._steps
+            steps.armed = True
             start = time.perf_counter()
-            self.next.submit(record)
+            try:
+                self.next.submit(record)
+            finally:
+                steps.armed = False
             self._timed.append((record.topic, time.perf_counter() - start))
             if record.outputs and record.timestamp:
                 self._acked.append(record.timestamp)
@@ -258,12 +277,15 @@ class Measure(Forward):
     def poll(self) -> None:
         self.next.poll()
         metrics = self._metrics
+        labels = metrics.labels
         if self._timed:
             timed, self._timed = self._timed, []
             processing = metrics.processing
-            labels = metrics.labels
             for topic, seconds in timed:
                 processing.labels(**labels, topic=topic).observe(seconds)
+            step_seconds = metrics.step_seconds
+            for step, seconds in self._steps.take():
+                step_seconds.labels(**labels, step=step).observe(seconds)
         runtime = metrics._runtime
         if runtime is None:
             return

@@ -41,6 +41,7 @@ from streams.pipeline.stats import Stats
 from streams.pipeline.step import Step
 from streams.pipeline.traced import TracedAttempt
 from streams.state import StateManager
+from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
 
 Intake = Callable[[Step], Step]
@@ -80,15 +81,17 @@ def build_chain(
     commit_interval_s: float,
     on_skip: OnSkip | None = None,
     intake: Sequence[Intake] = (),
+    step_timer: StepTimer | None = None,
 ) -> Chain:
     """The chain for ``topology`` (see the module docstring). ``handler`` (from
     ``failure_handler``, which adds the waiting rooms to ``state``) when it routes
-    failures; ``clock``: seconds since the epoch (dedup windows, retry due times)."""
+    failures; ``clock``: seconds since the epoch (dedup windows, retry due times);
+    ``step_timer``: per-step times of the records it is armed for (metrics)."""
     traced = tracing()  # decided here, once: untraced, the chain has no tracing step
     if traced is None:
-        attempt = Attempt(topology, codec, state, clock)
+        attempt = Attempt(topology, codec, state, clock, step_timer)
     else:
-        attempt = TracedAttempt(topology, codec, state, clock, tracing=traced)
+        attempt = TracedAttempt(topology, codec, state, clock, step_timer, tracing=traced)
     step: Step = Produce(Commit(committer, commit_interval_s), sink, stats)
     topics = list(topology.topics_read)
     gate: WaitForDue | None = None

@@ -34,6 +34,7 @@ from streams.state.transaction import PartitionTransaction
 from streams.topology.nodes import SinkNode
 from streams.topology.plan import Plan
 from streams.topology.policy import ErrorPolicy, StepFailed, dead_letter
+from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
 
 
@@ -56,6 +57,7 @@ class Attempt:
         codec: Codec,
         state: StateManager | None,
         clock: Callable[[], float],
+        step_timer: StepTimer | None = None,
     ) -> None:
         self._codec = codec
         self._outputs: list[Output] = []
@@ -64,7 +66,7 @@ class Attempt:
         if state is not None:
             partition = self._partition
             routed = {n: state.routed(n, partition, self._touched) for n in topology.stores}
-        self.plan = Plan(topology, self._emit, routed, clock=clock)
+        self.plan = Plan(topology, self._emit, routed, clock=clock, timer=step_timer)
         self._decode = Decode(codec, self.plan.sources)
 
     def _partition(self) -> int:

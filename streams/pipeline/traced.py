@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from streams.codec import Codec
     from streams.observability.otel import Tracing
     from streams.state import StateManager
+    from streams.topology.step_timer import StepTimer
     from streams.topology.topology import Topology
 
 
@@ -45,10 +46,11 @@ class TracedAttempt(Attempt):
         codec: Codec,
         state: StateManager | None,
         clock: Callable[[], float],
+        step_timer: StepTimer | None = None,
         *,
         tracing: Tracing,
     ) -> None:
-        super().__init__(topology, codec, state, clock)
+        super().__init__(topology, codec, state, clock, step_timer)
         self._tracing = tracing
         self._group = topology.app_id
         self._names: dict[str, str] = {}

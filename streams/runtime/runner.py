@@ -172,6 +172,7 @@ class Runtime:
             commit_interval_s=config.commit_interval_s,
             on_skip=on_skip,
             intake=intake,
+            step_timer=self.metrics.steps if self.metrics is not None else None,
         )
         gate = self._chain.gate
         if gate is not None:  # a retry tier held until its head is due: waiting, not stalled

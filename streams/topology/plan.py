@@ -11,6 +11,9 @@ State: ``stores`` maps each declared store name to the object processors get fro
 ``ctx.store(name)`` (a ``streams.state.RoutedStore``: the current record's partition);
 dedup steps use theirs with ``clock`` as "now".
 
+Timing: with a ``timer`` (``streams.topology.step_timer``), every step and sink is wrapped
+in it, so the records it is armed for are timed per step.
+
 Errors: a step whose function raises, or a sink whose envelope fails to encode
 (``EncodeError`` from ``emit``), becomes ``StepFailed`` (carrying the step name and its own
 policy), which propagates out of ``run`` for the executor to apply the policy. Any other
@@ -30,6 +33,7 @@ from streams.topology.context import Current, ProcessorContext
 from streams.topology.errors import TopologyError
 from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.policy import StepFailed
+from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
 
 Emit = Callable[[SinkNode, str, Envelope], None]
@@ -56,8 +60,11 @@ class Plan:
         stores: Mapping[str, Any] | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        timer: StepTimer | None = None,
     ) -> None:
         self.topology = topology
+        self.timer = timer
+        """Wraps each compiled step and sink when per-step times are wanted (metrics on)."""
         self.current = Current()
         self._emit = emit
         self._stores = dict(stores or {})
@@ -88,6 +95,8 @@ class Plan:
         run = self._compiled.get(name)
         if run is None:
             run = self._build(name)
+            if self.timer is not None and not isinstance(self.topology.nodes[name], SourceNode):
+                run = self.timer.wrap(name, run)
             self._compiled[name] = run
         return run
 

@@ -132,6 +132,7 @@ def test_counters_match_what_was_sent_lag_drains_and_a_poison_record_is_counted(
         assert value(samples, "streams_consumer_lag_seconds", topic=source, partition=str(p)) == 0
     # A sampled record's end-to-end latency and processing time, and at least one commit.
     assert (value(samples, "streams_processing_seconds_count", topic=source) or 0) > 0
+    assert (value(samples, "streams_step_seconds_count", step="validate") or 0) > 0
     assert (value(samples, "streams_commit_seconds_count", kind="offsets") or 0) > 0
     assert get(port, "/healthz") == (200, "ok\n")
     assert get(port, "/readyz") == (200, "ready\n")

@@ -1,0 +1,93 @@
+"""Per-step times: a plan built with a StepTimer times each step of the records it is armed
+for, without the steps it hands records to (what ``streams_step_seconds`` reports)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from streams.envelope import Envelope
+from streams.schemas import default_catalog
+from streams.topology import TopologyBuilder, owned
+from streams.topology.nodes import SinkNode
+from streams.topology.plan import Plan
+from streams.topology.step_timer import StepTimer
+
+T, V = "order.placed", 2
+
+
+class Clock:
+    """A clock the steps move: each step's own cost is known exactly."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def spend(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def order(n: int) -> Envelope:
+    data = {"order_id": f"o-{n}", "customer_id": "c", "items": [], "total_cents": n}
+    return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key="c")
+
+
+def build(clock: Clock, timer: StepTimer | None) -> tuple[Plan, list[Envelope]]:
+    def check(env: Envelope) -> Envelope:
+        clock.spend(1.0)
+        if env.data["total_cents"] < 0:
+            raise ValueError("negative total")
+        return env
+
+    def split(env: Envelope) -> Iterator[Envelope]:
+        clock.spend(2.0)
+        yield env
+        yield env
+
+    b = TopologyBuilder("app")
+    flow = b.source("in", type=T, version=V).map(check, name="check")
+    flow.flat_map(split, name="split").to(owned("out"), type=T, version=V, name="out")
+    written: list[Envelope] = []
+
+    def emit(_sink: SinkNode, _topic: str, env: Envelope) -> None:
+        clock.spend(4.0)
+        written.append(env)
+
+    return Plan(b.build(default_catalog()), emit, timer=timer), written
+
+
+def test_an_armed_record_is_timed_per_step_without_the_steps_it_hands_on_to() -> None:
+    clock = Clock()
+    timer = StepTimer(clock)
+    plan, written = build(clock, timer)
+    timer.armed = True
+    plan.entries["in"](order(1))
+    timer.armed = False
+    # The sink is reached twice (the flat map's two envelopes); each step counts only its own.
+    assert timer.take() == [("out", 4.0), ("out", 4.0), ("split", 2.0), ("check", 1.0)]
+    assert len(written) == 2
+    assert timer.take() == []  # taken once
+
+
+def test_records_the_timer_is_not_armed_for_are_not_timed_and_run_the_same() -> None:
+    clock = Clock()
+    timer = StepTimer(clock)
+    plan, written = build(clock, timer)
+    plan.entries["in"](order(1))
+    assert timer.take() == []
+    assert len(written) == 2
+
+
+def test_a_failing_step_keeps_its_time_and_the_next_record_is_timed_right() -> None:
+    clock = Clock()
+    timer = StepTimer(clock)
+    plan, _written = build(clock, timer)
+    timer.armed = True
+    with pytest.raises(Exception, match="negative total"):
+        plan.entries["in"](order(-1))
+    assert timer.take() == [("check", 1.0)]
+    plan.entries["in"](order(2))  # nothing left over from the failed record
+    assert timer.take() == [("out", 4.0), ("out", 4.0), ("split", 2.0), ("check", 1.0)]
