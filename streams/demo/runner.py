@@ -24,6 +24,7 @@ from streams.config import external_bootstrap
 from streams.demo.context import DemoContext, step_line
 from streams.demo.failures import step_failures
 from streams.demo.faust import step_faust
+from streams.demo.observability import step_observability
 from streams.demo.replay import step_replay
 from streams.demo.round_trip import step_round_trip
 from streams.demo.schemas import step_schemas
@@ -39,6 +40,7 @@ STEPS: list[Callable[[DemoContext], None]] = [
     step_schemas,
     step_shell,
     step_topology,
+    step_observability,
     step_faust,
     step_failures,
     step_state,

@@ -7,8 +7,8 @@ runtime asks ``RuntimeMetrics`` at build time for:
 - ``measure``: one step put first in the chain (an intake). Per record it adds the
   record to its topic's consumed count and its outputs to their topics' produced counts,
   a few dictionary operations. One record in ``sample_every`` is timed through the whole
-  chain and through each step (``steps``, a ``StepTimer`` the plan is built with: one
-  extra call per step for every record, the clock read only for the sampled one), its
+  chain and through each step (``steps``, a ``StepTimer`` the plan is built with: the
+  plan's timed twin runs only the sampled record, the others run as without metrics), its
   timestamp noted as its partition's latest (the lag in seconds); its processing times,
   and its end-to-end latency (record timestamp to every write
   acknowledged: observed once the producer has nothing outstanding), go into histograms
@@ -253,12 +253,12 @@ class Measure(Forward):
         else:
             self._countdown = self._every
             steps = self._steps
-            steps.armed = True
+            steps.arm()
             start = time.perf_counter()
             try:
                 self.next.submit(record)
             finally:
-                steps.armed = False
+                steps.disarm()
             self._timed.append((record.topic, time.perf_counter() - start))
             if record.outputs and record.timestamp:
                 self._acked.append(record.timestamp)

@@ -11,8 +11,11 @@ State: ``stores`` maps each declared store name to the object processors get fro
 ``ctx.store(name)`` (a ``streams.state.RoutedStore``: the current record's partition);
 dedup steps use theirs with ``clock`` as "now".
 
-Timing: with a ``timer`` (``streams.topology.step_timer``), every step and sink is wrapped
-in it, so the records it is armed for are timed per step.
+Timing: with a ``timer`` (``streams.topology.step_timer``), the nodes are compiled a second
+time, each step and sink wrapped in it, into entries the timer puts in place of
+``entries`` while it is armed: a record it is not armed for runs exactly as without one.
+Both compilations share what a node makes once (a class processor's instance, initialised
+once with the first compilation's context; a dedup's counters).
 
 Errors: a step whose function raises, or a sink whose envelope fails to encode
 (``EncodeError`` from ``emit``), becomes ``StepFailed`` (carrying the step name and its own
@@ -63,8 +66,6 @@ class Plan:
         timer: StepTimer | None = None,
     ) -> None:
         self.topology = topology
-        self.timer = timer
-        """Wraps each compiled step and sink when per-step times are wanted (metrics on)."""
         self.current = Current()
         self._emit = emit
         self._stores = dict(stores or {})
@@ -73,12 +74,19 @@ class Plan:
         self.dedups: list[Dedup] = []
         self._compiled: dict[str, Run] = {}
         self._closers: list[Callable[[], object]] = []
+        self._made: dict[str, Any] = {}  # per node, what one compilation makes for all
+        self._timer: StepTimer | None = None  # set while the timed entries compile
         self.sources: dict[str, SourceNode] = {}
-        self.entries: dict[str, Run] = {}
         for src in topology.sources:
-            topic = topology.topic(src.topic)
-            self.sources[topic] = src
-            self.entries[topic] = self._compile(src.name)
+            self.sources[topology.topic(src.topic)] = src
+        self.entries: dict[str, Run] = self._compile_entries()
+        if timer is not None:
+            self._compiled, self._timer = {}, timer
+            timer.add(self.entries, self._compile_entries())
+            self._compiled, self._timer = {}, None
+
+    def _compile_entries(self) -> dict[str, Run]:
+        return {topic: self._compile(src.name) for topic, src in self.sources.items()}
 
     @property
     def duplicates(self) -> int:
@@ -95,8 +103,8 @@ class Plan:
         run = self._compiled.get(name)
         if run is None:
             run = self._build(name)
-            if self.timer is not None and not isinstance(self.topology.nodes[name], SourceNode):
-                run = self.timer.wrap(name, run)
+            if self._timer is not None and not isinstance(self.topology.nodes[name], SourceNode):
+                run = self._timer.wrap(name, run)
             self._compiled[name] = run
         return run
 
@@ -135,16 +143,18 @@ class Plan:
 
         return sink
 
+    def made(self, name: str, make: Callable[[], Any]) -> Any:
+        """What node ``name`` needs made once whichever entries it is compiled into (a
+        class processor's instance, a dedup's counters): ``make()`` the first time."""
+        found = self._made.get(name)
+        if found is None:
+            found = self._made[name] = make()
+        return found
+
     def _process(self, node: StepNode, outs: dict[str, Run]) -> Run:
-        target = node.fn() if isinstance(node.fn, type) else node.fn
-        method: Callable[[Envelope, ProcessorContext], Any] = getattr(target, "process", target)
         ctx = ProcessorContext(self.topology.app_id, node.name, self.current, outs, self._stores)
-        init = getattr(target, "init", None)
-        if callable(init):
-            init(ctx)
-        close = getattr(target, "close", None)
-        if callable(close):
-            self._closers.append(close)
+        target = self.made(node.name, lambda: self._processor(node, ctx))
+        method: Callable[[Envelope, ProcessorContext], Any] = getattr(target, "process", target)
         name, policy = node.name, node.on_error
 
         def process(env: Envelope) -> None:
@@ -163,6 +173,17 @@ class Plan:
                 raise StepFailed(name, exc, policy) from exc
 
         return process
+
+    def _processor(self, node: StepNode, ctx: ProcessorContext) -> Any:
+        """The processor of ``node``, initialised with ``ctx`` (a class: an instance of it)."""
+        target = node.fn() if isinstance(node.fn, type) else node.fn
+        init = getattr(target, "init", None)
+        if callable(init):
+            init(ctx)
+        close = getattr(target, "close", None)
+        if callable(close):
+            self._closers.append(close)
+        return target
 
 
 def _fan_out(children: list[Run]) -> Run:
@@ -278,8 +299,9 @@ def _dedup(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
             f"dedup step {node.name!r} has no state store: run the topology with the runtime "
             "or the TestDriver, which open its store"
         )
-    dedup = Dedup(store.transaction, spec.ttl)
-    plan.dedups.append(dedup)
+    dedup = plan.made(node.name, lambda: Dedup(store.transaction, spec.ttl))
+    if dedup not in plan.dedups:
+        plan.dedups.append(dedup)
     by: Callable[[Envelope], Any] = node.fn or _envelope_id
     first, clock = dedup.first, plan.clock
     nxt = outs[node.outputs[0]]

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import socket
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from prometheus_client.parser import text_string_to_metric_families
 
 from streams.codec import AvroCodec
 from streams.schemas import default_catalog
 from streams.testing import TopicFactory, produce_envelopes, wait_until
+from streams.testing.metrics import Samples, get, sample, scrape
 from streams.testing.topics import unique_topic_name
 from streams.testing.topology_process import TopologyProcess
 from streams.topology.loader import import_file
@@ -28,42 +26,11 @@ TOPOLOGY = Path(__file__).resolve().parents[2] / "topology"
 ORDERS = TOPOLOGY / "orders.py"
 DEDUP = TOPOLOGY / "dedup.py"
 
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def get(port: int, path: str) -> tuple[int, str]:
-    """Status and body of ``GET path``; (0, "") while nothing listens yet."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
-            return reply.status, reply.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-    except (urllib.error.URLError, ConnectionError):
-        return 0, ""
-
-
-def scrape(port: int) -> Samples:
-    status, body = get(port, "/metrics")
-    if status != 200:
-        return {}
-    return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(body)
-        for s in family.samples
-    }
-
-
-def value(samples: Samples, name: str, **labels: str) -> float | None:
-    """The one sample of ``name`` whose labels include ``labels``."""
-    found = [v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= ls]
-    assert len(found) <= 1, (name, labels, found)
-    return found[0] if found else None
 
 
 @pytest.fixture
@@ -107,33 +74,33 @@ def test_counters_match_what_was_sent_lag_drains_and_a_poison_record_is_counted(
     def processed() -> Samples | None:
         proc.check()
         samples = scrape(port)
-        done = value(samples, "streams_records_consumed_total", topic=source) == len(orders) + 1
+        done = sample(samples, "streams_records_consumed_total", topic=source) == len(orders) + 1
         return samples if done else None
 
     samples = wait_until(processed, 120, what="every record counted as consumed")
-    assert value(samples, "streams_records_consumed_total", app_id=app, topic=source) == 301
-    accepted = value(samples, "streams_records_produced_total", topic=f"{app}-accepted") or 0
-    rejected = value(samples, "streams_records_produced_total", topic=f"{app}-rejected") or 0
+    assert sample(samples, "streams_records_consumed_total", app_id=app, topic=source) == 301
+    accepted = sample(samples, "streams_records_produced_total", topic=f"{app}-accepted") or 0
+    rejected = sample(samples, "streams_records_produced_total", topic=f"{app}-rejected") or 0
     assert accepted + rejected == len(orders)
     assert accepted > 0 and rejected > 0  # the sample orders include both
-    assert value(samples, "streams_records_dead_lettered_total", topic=source) == 1
-    assert value(samples, "streams_records_skipped_total", topic=source) is None
-    assert value(samples, "streams_assigned_partitions") == 2
+    assert sample(samples, "streams_records_dead_lettered_total", topic=source) == 1
+    assert sample(samples, "streams_records_skipped_total", topic=source) is None
+    assert sample(samples, "streams_assigned_partitions") == 2
 
     def lag_drained() -> bool:
         samples = scrape(port)
-        lags = [value(samples, "streams_consumer_lag_records", topic=source, partition=str(p))
+        lags = [sample(samples, "streams_consumer_lag_records", topic=source, partition=str(p))
                 for p in (0, 1)]  # fmt: skip
         return lags == [0, 0]
 
     wait_until(lag_drained, 30, what="the consumer lag of both partitions at 0")
     samples = scrape(port)
     for p in (0, 1):
-        assert value(samples, "streams_consumer_lag_seconds", topic=source, partition=str(p)) == 0
+        assert sample(samples, "streams_consumer_lag_seconds", topic=source, partition=str(p)) == 0
     # A sampled record's end-to-end latency and processing time, and at least one commit.
-    assert (value(samples, "streams_processing_seconds_count", topic=source) or 0) > 0
-    assert (value(samples, "streams_step_seconds_count", step="validate") or 0) > 0
-    assert (value(samples, "streams_commit_seconds_count", kind="offsets") or 0) > 0
+    assert (sample(samples, "streams_processing_seconds_count", topic=source) or 0) > 0
+    assert (sample(samples, "streams_step_seconds_count", step="validate") or 0) > 0
+    assert (sample(samples, "streams_commit_seconds_count", kind="offsets") or 0) > 0
     assert get(port, "/healthz") == (200, "ok\n")
     assert get(port, "/readyz") == (200, "ready\n")
     assert proc.stop() == 0
@@ -168,7 +135,7 @@ def test_readyz_is_not_ready_while_stores_restore_and_ready_after(
 
     first = run("first")  # fills the store: one entry per order, written to its changelog
     wait_until(
-        lambda: value(scrape(port), "streams_records_consumed_total", topic=source) == count,
+        lambda: sample(scrape(port), "streams_records_consumed_total", topic=source) == count,
         180,
         what="the first instance to process every order",
     )
@@ -197,7 +164,7 @@ def test_readyz_is_not_ready_while_stores_restore_and_ready_after(
     assert all(status == 200 for status, _ in answers[first_ready:])
     samples = scrape(port)
     changelog = f"{app}-dedup-changelog"
-    assert value(samples, "streams_restore_remaining_records", topic=changelog) == 0
-    assert value(samples, "streams_restore_restored_records", topic=changelog) == count
-    assert (value(samples, "streams_store_entries", store="dedup", partition="0") or 0) > 0
-    assert value(samples, "streams_ready") == 1
+    assert sample(samples, "streams_restore_remaining_records", topic=changelog) == 0
+    assert sample(samples, "streams_restore_restored_records", topic=changelog) == count
+    assert (sample(samples, "streams_store_entries", store="dedup", partition="0") or 0) > 0
+    assert sample(samples, "streams_ready") == 1

@@ -8,8 +8,6 @@ import io
 import json
 import logging
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +24,7 @@ from streams.runtime import Runtime, RuntimeConfig
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing import TopicFactory, TopicReader, produce_envelopes, wait_until
+from streams.testing.metrics import get
 from streams.testing.topics import unique_topic_name
 from streams.topology import Topology, TopologyBuilder, owned
 
@@ -64,14 +63,6 @@ def lines(out: io.StringIO) -> list[dict[str, Any]]:
 
 def events(out: io.StringIO, event: str) -> list[dict[str, Any]]:
     return [line for line in lines(out) if line["event"] == event]
-
-
-def get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def metric(text: str, name: str) -> list[str]:

@@ -10,8 +10,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,6 +23,7 @@ from streams.observability.health import Health
 from streams.observability.metrics import RuntimeMetrics
 from streams.observability.server import MetricsServer, MetricsServerError, load_metrics
 from streams.pipeline.stats import Stats
+from streams.testing.metrics import get
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "compose"
@@ -48,14 +47,6 @@ class FakeRuntime:
 
     def partition_lag(self) -> dict[TP, int] | None:
         return {("orders", 0): 7}
-
-
-def get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
-            return reply.status, reply.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 @pytest.fixture

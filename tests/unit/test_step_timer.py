@@ -63,9 +63,9 @@ def test_an_armed_record_is_timed_per_step_without_the_steps_it_hands_on_to() ->
     clock = Clock()
     timer = StepTimer(clock)
     plan, written = build(clock, timer)
-    timer.armed = True
+    timer.arm()
     plan.entries["in"](order(1))
-    timer.armed = False
+    timer.disarm()
     # The sink is reached twice (the flat map's two envelopes); each step counts only its own.
     assert timer.take() == [("out", 4.0), ("out", 4.0), ("split", 2.0), ("check", 1.0)]
     assert len(written) == 2
@@ -85,9 +85,40 @@ def test_a_failing_step_keeps_its_time_and_the_next_record_is_timed_right() -> N
     clock = Clock()
     timer = StepTimer(clock)
     plan, _written = build(clock, timer)
-    timer.armed = True
+    timer.arm()
     with pytest.raises(Exception, match="negative total"):
         plan.entries["in"](order(-1))
     assert timer.take() == [("check", 1.0)]
     plan.entries["in"](order(2))  # nothing left over from the failed record
     assert timer.take() == [("out", 4.0), ("out", 4.0), ("split", 2.0), ("check", 1.0)]
+
+
+def test_a_class_processor_is_made_and_initialised_once_for_timed_and_plain_records() -> None:
+    made: list[object] = []
+
+    class Count:
+        def __init__(self) -> None:
+            self.seen = 0
+            made.append(self)
+
+        def init(self, _ctx: object) -> None:
+            made.append("init")
+
+        def process(self, env: Envelope, _ctx: object) -> Envelope:
+            self.seen += 1
+            return env
+
+    b = TopologyBuilder("app")
+    b.source("in", type=T, version=V).process(Count, name="count").to(
+        owned("out"), type=T, version=V, name="out"
+    )
+    timer = StepTimer(Clock())
+    plan = Plan(b.build(default_catalog()), lambda *_: None, timer=timer)
+    plan.entries["in"](order(1))
+    timer.arm()
+    plan.entries["in"](order(2))
+    timer.disarm()
+    plan.entries["in"](order(3))
+    (count, init) = made
+    assert init == "init" and isinstance(count, Count) and count.seen == 3
+    assert [step for step, _ in timer.take()] == ["out", "count"]
