@@ -29,14 +29,15 @@ class WaitTimeoutError(StreamsError, AssertionError):
 
 
 def wait_until(
-    condition: Callable[[], T],
+    condition: Callable[[], T | None],
     timeout: float = DEFAULT_TIMEOUT,
     *,
     interval: float = 0.1,
     what: str = "the condition",
     seen: Callable[[], str] | None = None,
 ) -> T:
-    """Call ``condition()`` until it returns something truthy, and return that.
+    """Call ``condition()`` until it returns something truthy, and return that (typed
+    without None: a condition that returns ``int | None`` gives an ``int``).
 
     Blocks up to ``timeout`` seconds, calling every ``interval`` seconds. Raises
     ``WaitTimeoutError`` naming ``what`` and, when given, ``seen()`` (the state at the end).
