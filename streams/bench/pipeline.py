@@ -115,16 +115,25 @@ def _throughput(ctx: BenchContext, codec: AvroCodec, orders_mod: Any) -> list[Ro
     bare_rate, bare_rss = relay_rate(ctx, bare_relay, source, "pipeline-bare-out")
     avro_rate, _ = relay_rate(ctx, _avro_relay, source, "pipeline-avro-out")
 
-    app_id = unique_topic_name("bench-orders")
-    proc, outputs = start_instance(ctx, ORDERS, app_id, source)
-    try:
-        t_pipe = watch_outputs(ctx.bootstrap, outputs, n, partitions=PARTITIONS)
-        rss = peak_rss_of(proc.pid)
-    finally:
-        stop_process(proc)
-        drop_app_topics(ctx, app_id)
-    traced = _traced_rates(ctx, source, n)
-    metered = _metered_seconds(ctx, source, n)
+    # The orders pipeline as it is and with metrics or tracing on, alternated over two rounds
+    # and the best of each kept: on a shared 2-core machine one run against one run moves
+    # by 10-20%, more than the 5% compared here.
+    variants: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+        "off": (("-m", "streams"), ()),
+        "metrics": (("-m", "streams"), ("--metrics-port", "0")),
+        **{label: (("-m", "streams.bench.traced_run", spec), ()) for label, spec in _traced()},
+    }
+    best: dict[str, float] = {}
+    rss = 0.0
+    for _round in range(ROUNDS):
+        for name, (launcher, args) in variants.items():
+            seconds, peak = _orders_run(ctx, source, n, launcher, args)
+            best[name] = min(best.get(name, seconds), seconds)
+            if name == "off":
+                rss = max(rss, peak)
+    t_pipe = best.pop("off")
+    metered = best.pop("metrics")
+    traced = list(best.items())
     mirror_app = unique_topic_name("bench-mirror")
     proc, mirror_out = start_instance(ctx, MIRROR, mirror_app, source)
     try:
@@ -190,35 +199,29 @@ TRACED = (
     ("10% ratio sampler", "0.1"),
     ("1% ratio sampler", "0.01"),
 )
+ROUNDS = 2
 
 
-def _traced_rates(ctx: BenchContext, source: str, n: int) -> list[tuple[str, float]]:
-    """Seconds the orders pipeline takes with tracing on, per sampler (``TRACED``); none
-    without the OpenTelemetry SDK."""
+def _traced() -> tuple[tuple[str, str], ...]:
+    """The tracing variants (``TRACED``); none without the OpenTelemetry SDK."""
     try:
         import opentelemetry.sdk.trace  # noqa: F401, PLC0415 - the dev extra's
     except ImportError:
-        return []
-    out = []
-    for label, spec in TRACED:
-        app_id = unique_topic_name("bench-orders-traced")
-        launcher = ("-m", "streams.bench.traced_run", spec)
-        proc, outputs = start_instance(ctx, ORDERS, app_id, source, launcher=launcher)
-        try:
-            out.append((label, watch_outputs(ctx.bootstrap, outputs, n, partitions=PARTITIONS)))
-        finally:
-            stop_process(proc)
-            drop_app_topics(ctx, app_id)
-    return out
+        return ()
+    return TRACED
 
 
-def _metered_seconds(ctx: BenchContext, source: str, n: int) -> float:
-    """Seconds the orders pipeline takes with ``--metrics-port`` (a free port, not scraped:
-    what the record path pays)."""
-    app_id = unique_topic_name("bench-orders-metered")
-    proc, outputs = start_instance(ctx, ORDERS, app_id, source, "--metrics-port", "0")
+def _orders_run(
+    ctx: BenchContext, source: str, n: int, launcher: tuple[str, ...], args: tuple[str, ...]
+) -> tuple[float, float]:
+    """Seconds one orders instance takes over ``source`` (started with ``launcher`` and
+    ``args``: ``--metrics-port 0`` is a free port, not scraped: what the record path
+    pays), and its peak RSS in MB."""
+    app_id = unique_topic_name("bench-orders")
+    proc, outputs = start_instance(ctx, ORDERS, app_id, source, *args, launcher=launcher)
     try:
-        return watch_outputs(ctx.bootstrap, outputs, n, partitions=PARTITIONS)
+        seconds = watch_outputs(ctx.bootstrap, outputs, n, partitions=PARTITIONS)
+        return seconds, peak_rss_of(proc.pid)
     finally:
         stop_process(proc)
         drop_app_topics(ctx, app_id)

@@ -427,10 +427,18 @@ class RuntimeCollector(Collector):
         yield one(
             CounterMetricFamily(
                 "streams_rebalance_seconds",
-                "Time spent in rebalance callbacks (restores and commits on revoke).",
+                "Time spent in rebalance callbacks (restores, commits on revoke, lost).",
                 labels=names,
             ),
             stats.rebalance_seconds,
+        )
+        yield one(
+            CounterMetricFamily(
+                "streams_partitions_lost",
+                "Partitions taken away without a revoke (the session timed out).",
+                labels=names,
+            ),
+            stats.partitions_lost,
         )
         aborts = getattr(getattr(runtime.committer, "inner", None), "aborts", None)
         if aborts is not None:

@@ -17,6 +17,7 @@ class Stats:
     lag: int | None = None
     rebalances: int = 0
     rebalance_seconds: float = 0.0  # time spent in the rebalance callbacks
+    partitions_lost: int = 0  # partitions taken away without a revoke (session timed out)
     duplicates: int = 0  # records dropped by dedup steps
     # Failure routing counters (retried, recovered, dead_lettered, dlq_depth, by_error).
     failures: dict[str, Any] = field(default_factory=dict)

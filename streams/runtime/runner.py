@@ -380,9 +380,12 @@ class Runtime:
         self._log.info("partitions revoked", partitions=_names(keys))
 
     def _on_lost(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        started = time.monotonic()
         keys = _keys(partitions)
         self._committer.lost([k for k in keys if k in self._partitions])
         self._leave(keys, clean=False)
+        self.stats.partitions_lost += len(keys)
+        self.stats.rebalance_seconds += time.monotonic() - started
         self._log.warning("partitions lost", partitions=_names(keys))
 
     def _leave(self, keys: list[TP], *, clean: bool) -> None:
