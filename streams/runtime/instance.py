@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from streams.admin import admin_client
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.runner import Runtime
@@ -19,9 +21,22 @@ def run_instance(topology: Topology, config: RuntimeConfig, *, live: bool | None
     prepare_topics(admin_client(config.bootstrap, config.client), topology)
     reporter = StatusReporter(topology.app_id, live=live, interval_s=config.status_interval_s)
     runtime = Runtime(topology, config, on_tick=reporter.show)
+    settle_heap()
     try:
         with graceful_shutdown(runtime.stop):
             runtime.run()
     finally:
         reporter.close()
     return runtime
+
+
+def settle_heap() -> None:
+    """Put what start-up made (modules, schemas, the compiled codec and plan: most of the
+    heap, alive until the process exits) out of the cyclic collector's reach. A full
+    collection then scans only what the loop made since: measured at 5k records/s, one
+    every few seconds took 30-55 ms with the start-up heap (the loop stopped meanwhile,
+    the worst records' latency), a few ms without. Objects frozen here that die later are
+    still freed by reference counting. Only where the process is the instance: a process
+    that builds many runtimes (a test suite) would keep their cycles."""
+    gc.collect()
+    gc.freeze()

@@ -32,6 +32,9 @@ from streams.state.routed import RoutedStore
 from streams.state.store import ChangelogPartition, ChangelogStore
 from streams.state.transaction import Clock, PartitionTransaction
 
+APPLY_CHUNK = 1_000
+"""Committed changes written to the local stores per ``apply_some`` (a few ms at most)."""
+
 
 class StateManager:
     def __init__(
@@ -156,10 +159,26 @@ class StateManager:
         for part in self._flushed:
             part.check_delivered()
 
-    def apply(self) -> None:
+    def apply(self, *, deferred: bool = False) -> None:
+        """Apply the flushed partitions' changes (``ChangelogPartition.apply``; with
+        ``deferred``, ``apply_some`` writes them between records)."""
         flushed, self._flushed = self._flushed, []
         for part in flushed:
-            part.apply()
+            part.apply(deferred=deferred)
+
+    def apply_some(self, limit: int = APPLY_CHUNK) -> int:
+        """Write up to ``limit`` committed changes, of every open partition, to the local
+        stores (``ChangelogPartition.apply_some``); return how many. Between records: a
+        checkpoint's worth at once would stop the loop for milliseconds (measured at 5k
+        dedup ids a second, 10-14 ms each second in one RocksDB write)."""
+        written = 0
+        for store in self.stores.values():
+            for part in store.partitions.values():
+                if written >= limit:
+                    return written
+                if part.applying:
+                    written += part.apply_some(limit - written)
+        return written
 
     def abort(self) -> None:
         """Drop every change not yet applied, in every open partition."""

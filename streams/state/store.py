@@ -28,7 +28,9 @@ The contract with the runtime, per store and per assigned input partition ``p``:
      exactly-once: the producer's open transaction carries the changelog records; the
      runtime sends the offsets to the transaction and commits it.
    * ``part.apply()`` after the commit: writes the changes to the local storage and the
-     local checkpoint. ``part.abort()`` instead only when the input will be read again
+     local checkpoint (the runtime's ``apply(deferred=True)`` hands them over instead:
+     reads see them at once, ``part.apply_some(n)`` writes them a chunk at a time between
+     records, and the next flush, abort or close writes what is left first). ``part.abort()`` instead only when the input will be read again
      from the committed offsets (an aborted exactly-once transaction, then a seek back):
      it drops the changes, and reprocessing makes them again. An at-least-once commit
      that failed but will be retried without a rewind must still ``apply()``: the
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -97,6 +100,43 @@ class _Delivery:
             self.error = str(err)
 
 
+class _Applying:
+    """The committed changes of a partition not yet written to its local storage, in
+    front of it for reads (what a ``PartitionTransaction`` reads through)."""
+
+    __slots__ = ("changes", "storage", "target")
+
+    def __init__(self, storage: LocalStorage) -> None:
+        self.storage = storage
+        self.changes: dict[bytes, Entry | None] = {}
+        self.target: Checkpoint | None = None  # the local checkpoint once all are written
+
+    def get(self, key: bytes) -> Entry | None:
+        changes = self.changes
+        if changes and key in changes:
+            return changes[key]
+        return self.storage.get(key)
+
+    def hand_over(self, changes: dict[bytes, Entry | None], target: Checkpoint) -> None:
+        self.changes = changes
+        self.target = target
+
+    def write_some(self, limit: int) -> int:
+        changes = self.changes
+        if not changes:
+            return 0
+        # Written before they leave ``changes``: a read finds each change somewhere.
+        if limit >= len(changes):
+            self.storage.write(changes)
+            self.changes = {}
+            return len(changes)
+        chunk = {key: changes[key] for key in islice(changes, limit)}
+        self.storage.write(chunk)
+        for key in chunk:
+            del changes[key]
+        return len(chunk)
+
+
 class ChangelogPartition:
     """One open partition of a :class:`ChangelogStore` (implements ``StorePartition``)."""
 
@@ -115,7 +155,10 @@ class ChangelogPartition:
         self.restore = restore
         """What the restore on open did (None when the partition came back from memory)."""
         self.expired_total = 0
-        self._tx = PartitionTransaction(storage, store.clock)
+        # Committed changes not written to the local storage yet (``apply`` hands them
+        # over, ``apply_some`` writes them a chunk at a time); reads go through them.
+        self._applying = _Applying(storage)
+        self._tx = PartitionTransaction(self._applying, store.clock)
         self._durable_at = time.monotonic()  # when the local copy was last synced
         self._pending: tuple[dict[bytes, Entry | None], _Delivery | None, int] | None = None
         self._delivery: _Delivery | None = None  # of the records sent since the last apply
@@ -151,6 +194,7 @@ class ChangelogPartition:
         """
         if self._pending is not None:
             raise StateError(f"{self._where()}: flushed twice without apply() or abort()")
+        self._finish_applying()  # the expiry scan below reads the storage itself
         tx = self._tx
         updates, unsent = tx.updates, tx.unsent
         now_ms = to_ms(self.store.clock() if now is None else now)
@@ -226,46 +270,76 @@ class ChangelogPartition:
                 "yet (flush the producer first)"
             )
 
-    def apply(self) -> None:
-        """Write the flushed changes to the local storage and advance the checkpoint.
+    def apply(self, *, deferred: bool = False) -> None:
+        """Write the flushed changes to the local storage and advance the checkpoint; start
+        the next transaction.
 
         Call it once the input offsets (or the transaction) are committed. Blocks on local
-        I/O (a WAL sync and a small file write for the disk backend).
+        I/O (a WAL sync and a small file write for the disk backend, at most every
+        ``durable_every_s``). ``deferred`` (the runtime's): only hand the changes over;
+        reads see them at once (through them), ``apply_some`` writes them a chunk at a
+        time between records, so the loop never stops for a whole checkpoint's worth of
+        writes; the next flush, an abort or a close writes what is left first. The local
+        checkpoint moves once all are written.
         """
         if self._pending is None:
             return
         self.check_delivered()
         updates, _delivery, source_offset = self._pending
+        self._finish_applying()  # the previous checkpoint's, if still under way
+        topic = self.store.changelog_topic
         if updates:
-            self.storage.write(updates)
-            # Where a restore of the local copy resumes: at most the changelog's end now (no
-            # offsets come back from a producer reporting failures only; transaction
+            # Where a restore of the local copy resumes: at most the changelog's end now
+            # (no offsets come back from a producer reporting failures only; transaction
             # markers make it less), so a restore re-reads a few records, never skips one.
             resume = self.checkpoint.changelog_offset + self._sent
-            self.checkpoint = Checkpoint(self.store.changelog_topic, resume, source_offset)
-            # A sync (and its checkpoint file) costs milliseconds: at most every
-            # ``durable_every_s``, and at close. Between two, a crash of the machine (not
-            # of the process: the OS holds the writes) costs a longer restore, never state:
-            # the file only claims what was synced, and restores re-read from there.
-            now = time.monotonic()
-            if now - self._durable_at >= self.store.durable_every_s:
-                self.store.save_checkpoint(self.partition, self.storage, self.checkpoint)
-                self._durable_at = now
+            self._applying.hand_over(updates, Checkpoint(topic, resume, source_offset))
+            if not deferred:
+                self._finish_applying()
         else:
-            self.checkpoint = Checkpoint(
-                self.store.changelog_topic, self.checkpoint.changelog_offset, source_offset
-            )
+            self.checkpoint = Checkpoint(topic, self.checkpoint.changelog_offset, source_offset)
         self._reset()
 
+    def apply_some(self, limit: int) -> int:
+        """Write up to ``limit`` of the changes ``apply`` handed over to the local storage;
+        return how many were written (0: none left). The last chunk moves the checkpoint."""
+        applying = self._applying
+        written = applying.write_some(limit)
+        if written and not applying.changes and applying.target is not None:
+            self._applied(applying.target)
+        return written
+
+    @property
+    def applying(self) -> int:
+        """Changes committed and not yet written to the local storage."""
+        return len(self._applying.changes)
+
+    def _finish_applying(self) -> None:
+        if self._applying.changes:
+            self.apply_some(len(self._applying.changes))
+
+    def _applied(self, checkpoint: Checkpoint) -> None:
+        self.checkpoint = checkpoint
+        # A sync (and its checkpoint file) costs milliseconds: at most every
+        # ``durable_every_s``, and at close. Between two, a crash of the machine (not of
+        # the process: the OS holds the writes) costs a longer restore, never state: the
+        # file only claims what was synced, and restores re-read from there.
+        now = time.monotonic()
+        if now - self._durable_at >= self.store.durable_every_s:
+            self.store.save_checkpoint(self.partition, self.storage, checkpoint)
+            self._durable_at = now
+
     def abort(self) -> None:
-        """Drop every change since the last ``apply`` (flushed or not)."""
+        """Drop every change since the last ``apply`` (flushed or not). Changes already
+        handed over by ``apply`` are committed: they are written first."""
+        self._finish_applying()
         self._reset()
 
     def _reset(self) -> None:
         self._pending = None
         self._delivery = None
         self._sent = 0  # records produced for the checkpoint under way
-        self._tx = PartitionTransaction(self.storage, self.store.clock)
+        self._tx = PartitionTransaction(self._applying, self.store.clock)
 
     def _where(self) -> str:
         return f"store {self.store.name!r} partition {self.partition}"

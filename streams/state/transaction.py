@@ -15,11 +15,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Protocol
 
-from streams.state.base import NEVER, Entry, LocalStorage
+from streams.state.base import NEVER, Entry
 from streams.state.errors import StateError
 
 Clock = Callable[[], float]
+
+
+class EntryReader(Protocol):
+    """What a transaction reads through: a ``LocalStorage``, or one with committed changes
+    in front of it (``streams.state.store``)."""
+
+    def get(self, key: bytes) -> Entry | None: ...
 
 
 def as_key(key: bytes | str) -> bytes:
@@ -34,9 +42,9 @@ _ABSENT = Entry(b"", -1)  # what a savepoint remembers for a key the updates did
 
 
 class PartitionTransaction:
-    """Implements :class:`streams.state.base.Transaction` over one :class:`LocalStorage`."""
+    """Implements :class:`streams.state.base.Transaction` over one partition's local storage."""
 
-    def __init__(self, storage: LocalStorage, clock: Clock = time.time) -> None:
+    def __init__(self, storage: EntryReader, clock: Clock = time.time) -> None:
         self._storage = storage
         self._clock = clock
         self.updates: dict[bytes, Entry | None] = {}

@@ -125,6 +125,76 @@ def test_apply_waits_for_acks_then_writes_locally(
     assert part.transaction().get("a") == b"1"
 
 
+def committed_deferred(cluster: MemoryCluster, part: ChangelogPartition, offset: int) -> None:
+    """What the runtime does at a checkpoint: flush, acks, then a deferred apply."""
+    producer = cluster.producer({})
+    part.flush(producer, source_offset=offset)
+    producer.flush()
+    part.apply(deferred=True)
+
+
+def test_a_deferred_apply_is_read_at_once_and_written_a_chunk_at_a_time(
+    cluster: MemoryCluster, part: ChangelogPartition
+) -> None:
+    tx = part.transaction()
+    for n in range(5):
+        tx.set(f"k{n}", b"%d" % n)
+    committed_deferred(cluster, part, 10)
+    assert part.applying == 5 and part.storage.get(b"k0") is None
+    assert part.checkpoint == Checkpoint(TOPIC, 0)  # moves once all are written
+    tx = part.transaction()
+    assert [tx.get(f"k{n}") for n in range(5)] == [b"0", b"1", b"2", b"3", b"4"]
+    tx.set("k0", b"new")  # the next interval's writes shadow the committed ones
+    assert part.apply_some(2) == 2 and part.applying == 3
+    assert part.checkpoint == Checkpoint(TOPIC, 0)
+    assert part.apply_some(10) == 3 and part.applying == 0
+    assert part.apply_some(10) == 0
+    assert [part.storage.get(f"k{n}".encode()) for n in (0, 4)] == [Entry(b"0"), Entry(b"4")]
+    assert part.checkpoint == Checkpoint(TOPIC, 5, 10)
+    assert part.transaction().get("k0") == b"new"
+
+
+@pytest.mark.parametrize("then", ["flush", "abort"])
+def test_committed_changes_left_unwritten_are_written_before_anything_else(
+    cluster: MemoryCluster, part: ChangelogPartition, then: str
+) -> None:
+    part.transaction().set("a", b"1")
+    committed_deferred(cluster, part, 10)
+    part.transaction().set("b", b"2")
+    if then == "flush":  # the next checkpoint (its expiry scan reads the storage itself)
+        part.flush(cluster.producer({}), source_offset=11)
+    else:  # an abort (and a close, which aborts) drops what is not committed, never what is
+        part.abort()
+    assert part.applying == 0 and part.storage.get(b"a") == Entry(b"1")
+    assert part.checkpoint == Checkpoint(TOPIC, 1, 10)
+    assert (part.transaction().get("b") is None) == (then == "abort")
+
+
+def test_a_state_manager_writes_committed_changes_up_to_its_limit_per_call(
+    backend: Backend, tmp_path: Path, cluster: MemoryCluster
+) -> None:
+    manager = StateManager(
+        "app", consumer_config={}, make_consumer=cluster.consumer, state_dir=tmp_path
+    )
+    manager.add_store("s", backend, source_topic="orders")
+    for partition in (0, 1):
+        manager.assign("orders", partition, None)
+        tx = manager.stores["s"].partition(partition).transaction()
+        for n in range(3):
+            tx.set(f"{partition}-{n}", b"")
+    producer = cluster.producer({})
+    manager.flush(producer, {("orders", 0): 3, ("orders", 1): 3})
+    producer.flush()
+    manager.apply(deferred=True)
+    assert manager.apply_some(4) == 4
+    assert manager.apply_some(4) == 2
+    assert manager.apply_some(4) == 0
+    for partition in (0, 1):
+        storage = manager.stores["s"].partition(partition).storage
+        assert all(storage.get(f"{partition}-{n}".encode()) for n in range(3))
+    manager.close()
+
+
 def test_a_failed_changelog_write_blocks_the_commit(
     cluster: MemoryCluster, part: ChangelogPartition
 ) -> None:

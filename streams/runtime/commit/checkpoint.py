@@ -3,11 +3,13 @@
 Store changes go to their changelogs as they are made (``send_ahead``, every poll), tagged
 with the input position they reflect (``streams.runtime.commit.positions``), without
 waiting. A checkpoint (every commit interval, on revoke, at shutdown) runs in this order,
-each step blocking until done: outputs flushed and acknowledged (a failed one raises,
-nothing commits); the store changes not sent yet produced, and all acknowledged; the
-input offsets committed synchronously; then the changes applied to the local stores. A
-crash anywhere leaves the local stores never ahead of the committed input, and the
-changelog tags let a restore skip what a crash left uncommitted.
+each step blocking until done: the store changes not sent yet produced; outputs and
+changelog records flushed and acknowledged, in one wait (a failed output raises, nothing
+commits; a failed changelog record raises ``ChangelogWriteError``); the input offsets
+committed synchronously; then the changes handed to the local stores, which write them a
+chunk per poll (``StateManager.apply_some``) rather than all at once. A crash anywhere
+leaves the local stores never ahead of the committed input, and the changelog tags let a
+restore skip what a crash left uncommitted.
 
 A changelog write that fails raises ``ChangelogWriteError``: nothing of that checkpoint
 is committed, the changes are dropped and no stateful commit happens again in this run
@@ -83,8 +85,11 @@ class CheckpointCommitter:
 
     def send_ahead(self) -> None:
         state = self._state
-        if self._phase is Phase.RUNNING and state.unsent():
-            state.send(self._sink.producer, finished_positions(self._partitions.values(), state))
+        if self._phase is Phase.RUNNING:
+            if state.unsent():
+                positions = finished_positions(self._partitions.values(), state)
+                state.send(self._sink.producer, positions)
+            state.apply_some()  # the last checkpoint's changes, a chunk at a time
 
     def finish(self, failure: BaseException | None) -> None:
         try:
@@ -105,13 +110,16 @@ class CheckpointCommitter:
         return None  # the stores close with the instance's state
 
     def _checkpoint(self, partitions: list[PartitionOffsets]) -> None:
+        # The store changes not sent yet go out first, so that one wait settles them with
+        # the outputs (each wait is a broker round trip, and the loop is stopped meanwhile).
+        self.send_ahead()
         if not settle_outputs(self._sink, self._timeout, self._log):
             return
         self._sink.raise_errors()  # a failed write: nothing of this interval commits
-        positions = finished_positions(partitions, self._state)
+        state = self._state
+        positions = finished_positions(partitions, state)
         if not positions:
             return
-        state = self._state
         try:
             if state.flush(self._sink.producer, positions):
                 self._sink.flush(self._timeout)
@@ -130,7 +138,7 @@ class CheckpointCommitter:
                 self._log.warning("commit failed", error=exc.args[0].str())
             else:
                 mark_committed(partitions, offsets)
-        state.apply()
+        state.apply(deferred=True)  # written a chunk per poll: ``send_ahead``
         self.commits += 1
 
 

@@ -170,9 +170,11 @@ class TransactionCommitter:
 
     def send_ahead(self) -> None:
         state = self._state
-        if self._alive and self.phase is TxnPhase.OPEN and state is not None and state.unsent():
-            positions = finished_positions(self._partitions.values(), state)
-            state.send(self._producer, positions)  # in the open transaction
+        if self._alive and self.phase is TxnPhase.OPEN and state is not None:
+            if state.unsent():
+                positions = finished_positions(self._partitions.values(), state)
+                state.send(self._producer, positions)  # in the open transaction
+            state.apply_some()  # the last commit's changes, a chunk at a time
 
     def _commit(self, *, reopen: bool) -> None:
         if self.phase is not TxnPhase.OPEN:
@@ -217,7 +219,7 @@ class TransactionCommitter:
         self.phase = TxnPhase.IDLE
         mark_committed(partitions, offsets)
         if state is not None:
-            state.apply()
+            state.apply(deferred=True)  # written a chunk per poll: ``send_ahead``
         self.commits += 1
         if reopen:
             self._begin()
