@@ -239,6 +239,11 @@ class LocalBroker:
             "transaction.partition.verification.enable": "true",
             "log.retention.hours": "168",
             "delete.topic.enable": "true",
+            # Tests and the bench create and delete hundreds of topics: their files go at
+            # once, not in a burst a minute later in the middle of whatever runs then
+            # (measured: 100 partitions deleted during a latency run took its p99 from
+            # 20 ms to 240 ms).
+            "log.segment.delete.delay.ms": "1000",
         }
         cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         return cfg
