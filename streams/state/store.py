@@ -30,9 +30,10 @@ The contract with the runtime, per store and per assigned input partition ``p``:
    * ``part.apply()`` after the commit: writes the changes to the local storage and the
      local checkpoint (the runtime's ``apply(deferred=True)`` hands them over instead:
      reads see them at once, ``part.apply_some(n)`` writes them a chunk at a time between
-     records, and the next flush, abort or close writes what is left first). ``part.abort()`` instead only when the input will be read again
-     from the committed offsets (an aborted exactly-once transaction, then a seek back):
-     it drops the changes, and reprocessing makes them again. An at-least-once commit
+     records, and the next flush, abort or close writes what is left first).
+     ``part.abort()`` instead only when the input will be read again from the committed
+     offsets (an aborted exactly-once transaction, then a seek back): it drops the
+     changes, and reprocessing makes them again. An at-least-once commit
      that failed but will be retried without a rewind must still ``apply()``: the
      records are not read again, so dropping their changes would lose them (if the
      process dies first, open() finds the local copy ahead of the committed offset and
