@@ -13,7 +13,16 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from streams.bench import bare_client, codec, failures, pipeline, retry_routing, state, throughput
+from streams.bench import (
+    bare_client,
+    codec,
+    failures,
+    peers,
+    pipeline,
+    retry_routing,
+    state,
+    throughput,
+)
 from streams.bench import dedup as dedup_bench
 from streams.bench import faust as faust_bench
 from streams.bench import replay as replay_bench
@@ -34,6 +43,7 @@ SECTIONS: dict[str, Callable[[BenchContext], list[Row]]] = {
     "replay": replay_bench.run,
     "retry_routing": retry_routing.run,
     "throughput": throughput.run,
+    "peers": peers.run,
 }
 
 

@@ -74,6 +74,12 @@ def job_input(n: int, seed: int = 11) -> tuple[list[Envelope], int]:
     return out, unique
 
 
+def reference_rate(ctx: BenchContext, avro_in: str, unique: int) -> float:
+    """Records/s of the reference loop over the plain Avro input (every input record,
+    duplicates too, over the time to the last output)."""
+    return relay_rate(ctx, _reference, avro_in, "throughput-ref", unique)[0] * ctx.records / unique
+
+
 def _reference(bootstrap: str, source: str, target: str) -> None:
     """The job by hand on plain Avro payloads: fastavro, a set, fastavro."""
     catalog = default_catalog()
@@ -133,7 +139,7 @@ def _prompt_relay(bootstrap: str, source: str, target: str) -> None:
         producer.poll(0)
 
 
-def _instance_rate(
+def instance_rate(
     ctx: BenchContext, path: Any, source: str, count: int, *args: str
 ) -> tuple[float, float]:
     """Records/s (inputs over the time to the last of ``count`` outputs) and peak RSS of
@@ -185,12 +191,12 @@ def _latency(ctx: BenchContext, codec: AvroCodec) -> list[Row]:
     return rows
 
 
-def run(ctx: BenchContext) -> list[Row]:
-    n = ctx.records
-    codec = AvroCodec(default_catalog())
-    latency = _latency(ctx, codec)
+def write_inputs(ctx: BenchContext, codec: AvroCodec) -> tuple[str, str, int]:
+    """The job's input (``job_input``) written twice, to new topics: as envelopes, and as
+    plain schemaless Avro of the payload. Returns both topics and how many distinct orders
+    they hold."""
     placed = default_catalog().get("order.placed", 2)
-    envelopes, unique = job_input(n)
+    envelopes, unique = job_input(ctx.records)
     env_in = ctx.topic("throughput-env", partitions=PARTITIONS)
     avro_in = ctx.topic("throughput-avro", partitions=PARTITIONS)
     produce_values(
@@ -207,16 +213,24 @@ def run(ctx: BenchContext) -> list[Row]:
     produce_values(
         ctx.bootstrap, avro_in, (((e.key or "").encode(), plain(e), None) for e in envelopes)
     )
+    return env_in, avro_in, unique
+
+
+def run(ctx: BenchContext) -> list[Row]:
+    n = ctx.records
+    codec = AvroCodec(default_catalog())
+    latency = _latency(ctx, codec)
+    env_in, avro_in, unique = write_inputs(ctx, codec)
     copy, _ = relay_rate(ctx, bare_relay, env_in, "throughput-copy")
     # Rates count every input record (duplicates too) over the time to the last output.
-    reference = relay_rate(ctx, _reference, avro_in, "throughput-ref", unique)[0] * n / unique
+    reference = reference_rate(ctx, avro_in, unique)
     wire = relay_rate(ctx, _wire_work, env_in, "throughput-wire", unique)[0] * n / unique
     with tempfile.TemporaryDirectory(prefix="streams-bench-throughput-") as state_dir:
-        alos, rss = _instance_rate(ctx, ENRICH, env_in, unique, "--state-dir", state_dir)
-        eos, _ = _instance_rate(
+        alos, rss = instance_rate(ctx, ENRICH, env_in, unique, "--state-dir", state_dir)
+        eos, _ = instance_rate(
             ctx, ENRICH, env_in, unique, "--state-dir", state_dir, "--guarantee", "exactly_once"
         )
-        mirror, _ = _instance_rate(ctx, MIRROR, env_in, n)
+        mirror, _ = instance_rate(ctx, MIRROR, env_in, n)
     note = f"{n:,} orders ({n - unique:,} sent twice), {PARTITIONS} partitions"
     rows = [
         Row(SECTION, "bare byte-copy loop", copy, "rec/s", note=note),
