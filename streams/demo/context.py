@@ -1,17 +1,24 @@
 """What every demo step gets: the broker, the console, and topic names scoped to this run.
 
-``DemoContext.topic`` names a topic ``demo-<run id>-<name>`` and records it; every topic a
-step creates or makes the runtime create goes into ``topics``, which the runner deletes
-after the last step (even when a step fails).
+``DemoContext.topic`` names a topic ``demo-<run id>-<name>``; ``example`` loads an example
+topology as an app ``demo-<run id>-<app>`` reading a new topic. Every topic of the run is
+named so, the ones the apps make too (outputs, retry tiers, DLQs, changelogs): the runner
+deletes them all after the last step, even when a step fails (``leftovers``).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.text import Text
+
+from streams.admin import admin_client, create_topic
+from streams.examples import example_path
+from streams.runtime.topics import prepare_topics
+from streams.topology import Topology, load_topology
 
 
 @dataclass
@@ -32,6 +39,26 @@ class DemoContext:
         full = f"demo-{self.run_id}-{name}"
         self.topics.append(full)
         return full
+
+    def example(
+        self, example: str, app: str, *, source: str, partitions: int, **params: str
+    ) -> tuple[Topology, str]:
+        """The example topology ``example`` as app ``demo-<run id>-<app>``, its ``input``
+        a new topic ``source`` (named by ``topic``) of ``partitions``, ``params`` its other
+        ``--set`` values; the topics it owns created. Returns it and its input topic."""
+        name = self.topic(source)
+        admin = admin_client(self.bootstrap)
+        create_topic(admin, name, partitions=partitions)
+        app_id = f"demo-{self.run_id}-{app}"
+        params = {"input": name, **params}
+        topology = load_topology(example_path(example), app_id=app_id, params=params)
+        prepare_topics(admin, topology)
+        return topology, name
+
+    def leftovers(self, existing: Iterable[str]) -> list[str]:
+        """Of the ``existing`` topics, those of this run: to delete after the demo."""
+        prefix = f"demo-{self.run_id}-"
+        return [t for t in existing if t in self.topics or t.startswith(prefix)]
 
 
 def step_line(step: int, title: str, text: str) -> Text:

@@ -18,7 +18,6 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from streams.admin import admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
 from streams.demo.running import running
@@ -31,9 +30,7 @@ from streams.failures.dlq import (
     summarize,
 )
 from streams.failures.topics import FailureTopics
-from streams.failures.waiting import waiting_store_name
 from streams.runtime import Runtime, RuntimeConfig
-from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing.produce import produce_envelopes
 from streams.testing.wait import TopicReader
@@ -54,16 +51,13 @@ def _run(topology: Topology, bootstrap: str) -> AbstractContextManager[Runtime]:
 def step_failures(ctx: DemoContext) -> None:
     """Retries recover a flaky payment; a poison one is dead-lettered, then replayed."""
     payments = example_path("payments")
-    source = ctx.topic("payments")
-    admin = admin_client(ctx.bootstrap)
-    create_topic(admin, source, partitions=2)
-    app_id = f"demo-{ctx.run_id}-pay"
+    topology, source = ctx.example(
+        "payments", "pay", source="payments", partitions=2, retry="1s, 1s"
+    )
+    app_id = topology.app_id
     params = {"input": source, "retry": "1s, 1s"}
-    topology = load_topology(payments, app_id=app_id, params=params)
     topics = FailureTopics.for_input(app_id, source, topology.retry or topology.retry_policies[0])
     settled = topology.topics_written[0]
-    ctx.topics.extend([settled, *topics.all, f"{app_id}-{waiting_store_name(source)}-changelog"])
-    prepare_topics(admin, topology)
 
     payment = import_file(payments).payment
     codec = AvroCodec(default_catalog())

@@ -29,7 +29,7 @@ from streams.schemas import default_catalog
 from streams.testing.metrics import Samples, by_label, get, sample, scrape
 from streams.testing.produce import produce_envelopes, produce_records
 from streams.testing.wait import wait_until
-from streams.topology import TopologyBuilder, load_topology, owned
+from streams.topology import TopologyBuilder, owned
 from streams.topology.loader import import_file
 
 ORDERS = 200
@@ -45,16 +45,11 @@ def step_observability(ctx: DemoContext) -> None:
 
 
 def _metrics(ctx: DemoContext) -> None:
-    orders = example_path("orders")
-    source = ctx.topic("observed-orders")
-    admin = admin_client(ctx.bootstrap)
-    create_topic(admin, source, partitions=2)
-    app = f"demo-{ctx.run_id}-observed"
-    topology = load_topology(orders, app_id=app, params={"input": source})
-    ctx.topics.extend([*topology.topics_written, f"{app}-{source}-dlq"])
-    prepare_topics(admin, topology)
+    topology, source = ctx.example("orders", "observed", source="observed-orders", partitions=2)
+    app = topology.app_id
     codec = AvroCodec(default_catalog())
-    produce_envelopes(ctx.bootstrap, source, import_file(orders).sample_orders(ORDERS), codec)
+    orders = import_file(example_path("orders")).sample_orders(ORDERS)
+    produce_envelopes(ctx.bootstrap, source, orders, codec)
     produce_records(ctx.bootstrap, source, [(b"c-garbage", b"\x00garbage", None)])
     config = RuntimeConfig(bootstrap=ctx.bootstrap, metrics_port=0)
     with running(topology, config, quiet_below=logging.ERROR) as runtime:
@@ -113,7 +108,7 @@ def _stall(ctx: DemoContext) -> None:
         # CRITICAL: the stall's WARNING is this step's own line below
         with running(topology, config, quiet_below=logging.CRITICAL) as runtime:
             port = wait_until(lambda: runtime.metrics_port, 60, what="the metrics port")
-            stalled = wait_until(lambda: _unready(port), 60, what="/readyz not ready")
+            stalled = wait_until(lambda: _stalled(port), 60, what="/readyz: a stalled partition")
             answer.set()
             wait_until(lambda: _ready_again(runtime, port), 60, what="/readyz ready again")
     finally:
@@ -131,9 +126,11 @@ def _order(n: int) -> Envelope:
     return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key="c-1")
 
 
-def _unready(port: int) -> str | None:
+def _stalled(port: int) -> str | None:
+    """Why ``/readyz`` says not ready, once it is for a stalled partition (before the
+    assignment it is not ready either, for that)."""
     status, text = get(port, "/readyz")
-    return text if status == 503 else None
+    return text if status == 503 and "stalled" in text else None
 
 
 def _ready_again(runtime: Runtime, port: int) -> bool:

@@ -93,5 +93,6 @@ def run_demo(console: Console | None = None) -> None:
             for step in STEPS:
                 step(ctx)
     finally:
-        delete_topics(admin_client(bootstrap), ctx.topics)
+        admin = admin_client(bootstrap)
+        delete_topics(admin, ctx.leftovers(admin.list_topics(timeout=30).topics))
     console.print(Text("demo done", style="bold green"))

@@ -13,18 +13,15 @@ from __future__ import annotations
 import tempfile
 import time
 
-from streams.admin import admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
 from streams.demo.running import running
 from streams.envelope import Envelope
-from streams.examples import example_path
 from streams.runtime import Runtime, RuntimeConfig
-from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing.produce import produce_envelopes
 from streams.testing.wait import TopicReader, wait_until
-from streams.topology import Topology, load_topology
+from streams.topology import Topology
 
 
 def _orders(count: int) -> list[Envelope]:
@@ -53,14 +50,7 @@ def _run_until(topology: Topology, config: RuntimeConfig, consumed: int) -> tupl
 
 def step_state(ctx: DemoContext, count: int = 200) -> None:
     """Each id twice → processed once; local state lost → restored; a third copy → dropped."""
-    source = ctx.topic("dedup-in")
-    admin = admin_client(ctx.bootstrap)
-    create_topic(admin, source, partitions=2)
-    topology = load_topology(
-        example_path("dedup"), app_id=f"demo-{ctx.run_id}-dedup", params={"input": source}
-    )
-    ctx.topics.extend([*topology.topics_written, *topology.changelog_topics.values()])
-    prepare_topics(admin, topology)
+    topology, source = ctx.example("dedup", "dedup", source="dedup-in", partitions=2)
     codec = AvroCodec(default_catalog())
     orders = _orders(count)
     produce_envelopes(ctx.bootstrap, source, orders + orders, codec)

@@ -16,38 +16,29 @@ import time
 from collections import Counter
 from typing import Any, cast
 
-from streams.admin import admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
 from streams.demo.running import quiet, running
 from streams.envelope import Envelope
 from streams.examples import example_path
 from streams.runtime import RuntimeConfig
-from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing import TestDriver
 from streams.testing.produce import produce_envelopes, produce_records
 from streams.testing.wait import TopicReader
-from streams.topology import load_topology
 from streams.topology.loader import import_file
 
 
 def step_topology(ctx: DemoContext, count: int = 300) -> None:
     """Produce ``count`` orders, run topology/orders.py until all are routed, count them."""
     orders = example_path("orders")
-    source = ctx.topic("orders")
-    admin = admin_client(ctx.bootstrap)
-    create_topic(admin, source, partitions=4)
-    topology = load_topology(orders, app_id=f"demo-{ctx.run_id}-shop", params={"input": source})
-    ctx.topics.extend(topology.topics_written)  # owned by the app: deleted after the demo
+    topology, source = ctx.example("orders", "shop", source="orders", partitions=4)
     codec = AvroCodec(default_catalog())
     placed = list(import_file(orders).sample_orders(count))
     produce_envelopes(ctx.bootstrap, source, placed, codec)
     # and one record that is no envelope: no policy needed, it goes to the DLQ
     produce_records(ctx.bootstrap, source, [(b"c-garbage", b"\x00garbage", None)])
     dlq = f"{topology.app_id}-{source}-dlq"
-    ctx.topics.append(dlq)
-    prepare_topics(admin, topology)
 
     accepted_topic, rejected_topic = topology.topics_written
     start = time.perf_counter()

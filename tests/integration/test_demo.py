@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
+from confluent_kafka.admin import AdminClient
 
-def test_the_demo_runs_every_step(kafka_bootstrap: str) -> None:
+
+def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient) -> None:
     env = {
         **os.environ,
         "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
@@ -27,4 +30,14 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str) -> None:
     assert "produced 500/500" in result.stdout
     assert "2 envelopes decoded (o-1, o-2), 1 garbage" in result.stdout
     assert "wrote 30 shipment.requested, 30 following their order" in result.stdout
+    assert "/metrics counted 201 consumed" in result.stdout
+    assert "1 dead-lettered, lag 0 on both partitions" in result.stdout
+    assert re.search(
+        r"/readyz 503 \(stalled partition\(s\): demo-\w+-stalled\[0\]\)", result.stdout
+    )
     assert "demo done" in result.stdout
+    # Every topic of the run is gone: the inputs, and what its apps made (DLQs, changelogs).
+    run_id = re.search(r"demo-([0-9a-f]{8})-", result.stdout)
+    assert run_id is not None
+    left = [t for t in kafka_admin.list_topics(timeout=30).topics if run_id[1] in t]
+    assert left == []
