@@ -156,38 +156,26 @@ def instance_rate(
 
 def _latency(ctx: BenchContext, codec: AvroCodec) -> list[Row]:
     """p50/p99 at 5k records/s of the enrich instance, then of the bare byte-copy loop (the
-    machine's floor). First in the section, on a quiet broker: after the big writes and
-    runs the broker and the kernel are busy with what they leave (dirty pages, deleted
-    topics, changelogs to compact) for tens of seconds, and a latency run then measures
-    that, not the pipeline (p99 54-290 ms there, against 20 on a quiet broker). A short
-    bare run first warms the broker (one that just started is still compiling its hot
-    paths: p50 40 ms instead of 10); its figures are not kept."""
+    machine's floor). First in the section, before its big writes and runs (after them
+    the broker and the kernel stay busy for a while with what they leave: deleted topics,
+    dirty pages, changelogs to compact), after a short bare run that warms the broker (one
+    that just started is still compiling its hot paths: p50 40 ms instead of 10); that
+    run's figures are not kept."""
 
     def sample(count: int, seed: int) -> list[Envelope]:
         return list(import_file(ORDERS).sample_orders(count, customers=500, seed=seed))
 
-    latency_rows(ctx, SECTION, _prompt_relay, sample, rate=LATENCY_RATE, seconds=5, codec=codec)
-    rows = latency_rows(
-        ctx,
-        SECTION,
-        ENRICH,
-        sample,
-        rate=LATENCY_RATE,
-        seconds=4 if ctx.quick else 10,
-        codec=codec,
-    )
+    def timed(path: Any, seconds: int, label: str = "") -> list[Row]:
+        return latency_rows(
+            ctx, SECTION, path, sample, rate=LATENCY_RATE, seconds=seconds, codec=codec, label=label
+        )
+
+    seconds = 4 if ctx.quick else 10
+    timed(_prompt_relay, 5)  # warms the broker; not kept
+    rows = timed(ENRICH, seconds)
     p99 = rows[-1]
     rows[-1] = Row(SECTION, p99.name, p99.value, "ms", note=f"{p99.note}; target < 50 ms")
-    rows += latency_rows(
-        ctx,
-        SECTION,
-        _prompt_relay,
-        sample,
-        rate=LATENCY_RATE,
-        seconds=4 if ctx.quick else 10,
-        codec=codec,
-        label=", bare byte-copy loop",
-    )
+    rows += timed(_prompt_relay, seconds, ", bare byte-copy loop")
     return rows
 
 
