@@ -22,10 +22,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from streams.admin import delete_topics
-from streams.bench.core import BenchContext, Row, stop_process, watch_outputs
+from streams.bench.core import BenchContext, Row, best_of, stop_process, watch_outputs
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.examples import example_path
@@ -80,13 +81,13 @@ def run(ctx: BenchContext) -> list[Row]:
         (DEDUP, "at_least_once"),
         (DEDUP, "exactly_once"),
     ]
-    best: dict[tuple[Path, str], float] = {}
     rounds = 1 if ctx.quick else ROUNDS
     with tempfile.TemporaryDirectory(prefix="streams-bench-dedup-") as state_dir:
-        for _round in range(rounds):  # alternating, best of each: load spikes hit all alike
-            for path, guarantee in runs:
-                rate = _rate(ctx, path, source, guarantee, state_dir)
-                best[(path, guarantee)] = max(best.get((path, guarantee), 0.0), rate)
+
+        def rate_of(path: Path, guarantee: str) -> Callable[[], float]:
+            return lambda: _rate(ctx, path, source, guarantee, state_dir)
+
+        best = best_of(rounds, {run: rate_of(*run) for run in runs})
     mirror, mirror_eos, dedup, dedup_eos = (best[r] for r in runs)
     note = f"{n:,} envelopes, {PARTITIONS} partitions, best of {rounds} alternating runs"
     return [

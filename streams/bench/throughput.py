@@ -6,7 +6,9 @@ before, add the customer's tier and credit limit, write the enriched order. The 
 the same order with the same keys: as Streams envelopes, and as plain schemaless Avro of
 the payload. Every figure is records/s from the first output to the last, seen from
 outside through the output topics' end offsets; every loop runs in its own process with
-the runtime's producer settings. Rows:
+the runtime's producer settings; the loops alternate over two rounds and each keeps its
+best run (``best_of``), so a busy moment of the machine does not land on one side of a
+ratio. Rows:
 
 - the bare byte-copy loop (consume, produce the bytes unchanged): the machine's ceiling;
 - the **reference**: a bare confluent-kafka loop on the plain Avro input doing the job by
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import random
 import tempfile
+from collections.abc import Callable
 from io import BytesIO
 from typing import Any, cast
 
@@ -38,6 +41,7 @@ from streams.bench.core import (
     PARTITIONS,
     BenchContext,
     Row,
+    best_of,
     drop_app_topics,
     latency_rows,
     peak_rss_of,
@@ -60,6 +64,7 @@ SECTION = "throughput"
 ENRICH, MIRROR, ORDERS = example_path("enrich"), example_path("mirror"), example_path("orders")
 DUPLICATES = 0.02
 LATENCY_RATE = 5_000
+ROUNDS = 2
 
 
 def job_input(n: int, seed: int = 11) -> tuple[list[Envelope], int]:
@@ -209,17 +214,36 @@ def run(ctx: BenchContext) -> list[Row]:
     codec = AvroCodec(default_catalog())
     latency = _latency(ctx, codec)
     env_in, avro_in, unique = write_inputs(ctx, codec)
-    copy, _ = relay_rate(ctx, bare_relay, env_in, "throughput-copy")
-    # Rates count every input record (duplicates too) over the time to the last output.
-    reference = reference_rate(ctx, avro_in, unique)
-    wire = relay_rate(ctx, _wire_work, env_in, "throughput-wire", unique)[0] * n / unique
+    peaks: list[float] = []
     with tempfile.TemporaryDirectory(prefix="streams-bench-throughput-") as state_dir:
-        alos, rss = instance_rate(ctx, ENRICH, env_in, unique, "--state-dir", state_dir)
-        eos, _ = instance_rate(
-            ctx, ENRICH, env_in, unique, "--state-dir", state_dir, "--guarantee", "exactly_once"
-        )
-        mirror, _ = instance_rate(ctx, MIRROR, env_in, n)
-    note = f"{n:,} orders ({n - unique:,} sent twice), {PARTITIONS} partitions"
+        state = ("--state-dir", state_dir)
+
+        def alos() -> float:
+            rate, peak = instance_rate(ctx, ENRICH, env_in, unique, *state)
+            peaks.append(peak)
+            return rate
+
+        # Rates count every input record (duplicates too) over the time to the last output.
+        runs: dict[str, Callable[[], float]] = {
+            "copy": lambda: relay_rate(ctx, bare_relay, env_in, "throughput-copy")[0],
+            "reference": lambda: reference_rate(ctx, avro_in, unique),
+            "wire": lambda: (
+                relay_rate(ctx, _wire_work, env_in, "throughput-wire", unique)[0] * n / unique
+            ),
+            "alos": alos,
+            "eos": lambda: instance_rate(
+                ctx, ENRICH, env_in, unique, *state, "--guarantee", "exactly_once"
+            )[0],
+            "mirror": lambda: instance_rate(ctx, MIRROR, env_in, n)[0],
+        }
+        rounds = 1 if ctx.quick else ROUNDS
+        best = best_of(rounds, runs)
+    copy, reference, wire = best["copy"], best["reference"], best["wire"]
+    alos_rate, eos, mirror, rss = best["alos"], best["eos"], best["mirror"], max(peaks)
+    note = (
+        f"{n:,} orders ({n - unique:,} sent twice), {PARTITIONS} partitions, "
+        f"best of {rounds} alternating runs"
+    )
     rows = [
         Row(SECTION, "bare byte-copy loop", copy, "rec/s", note=note),
         Row(
@@ -241,7 +265,7 @@ def run(ctx: BenchContext) -> list[Row]:
         Row(
             SECTION,
             "streams run enrich, at-least-once",
-            alos,
+            alos_rate,
             "rec/s",
             baseline=reference,
             target=0.4,
@@ -252,7 +276,7 @@ def run(ctx: BenchContext) -> list[Row]:
             "streams run enrich, exactly-once",
             eos,
             "rec/s",
-            baseline=alos,
+            baseline=alos_rate,
             target=0.9,
             note="vs at-least-once",
         ),
