@@ -98,6 +98,15 @@ def delete_topics(admin: AdminClient, names: Iterable[str], timeout: float = 30.
     _wait_metadata(admin, names, present=False, timeout=timeout)
 
 
+def delete_app_topics(admin: AdminClient, app_id: str, timeout: float = 30.0) -> list[str]:
+    """Delete every topic named ``<app_id>-...``: what an app made (outputs, changelogs,
+    retry tiers, DLQs, repartition topics). Returns their names."""
+    prefix = f"{app_id}-"
+    names = [t for t in admin.list_topics(timeout=timeout).topics if t.startswith(prefix)]
+    delete_topics(admin, names, timeout)
+    return names
+
+
 def _wait_metadata(admin: AdminClient, names: list[str], *, present: bool, timeout: float) -> None:
     """Poll metadata until every topic in ``names`` is (or is no longer) served."""
     deadline = time.monotonic() + timeout

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import admin_client, create_topic, delete_topics
+from streams.admin import admin_client, create_topic, delete_app_topics, delete_topics
 from streams.runtime import RuntimeConfig
 from streams.runtime.topics import prepare_topics
 from streams.testing.topics import unique_topic_name
@@ -217,8 +217,7 @@ def start_instance(
 
 def drop_app_topics(ctx: BenchContext, app_id: str) -> None:
     """Delete every topic of ``app_id`` (outputs, changelogs, retry tiers)."""
-    topics = ctx.admin.list_topics(timeout=30).topics
-    delete_topics(ctx.admin, [t for t in topics if t.startswith(app_id)])
+    delete_app_topics(ctx.admin, app_id)
 
 
 Sample = Callable[[int, int], list[Any]]

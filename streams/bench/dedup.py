@@ -25,8 +25,14 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from streams.admin import delete_topics
-from streams.bench.core import BenchContext, Row, best_of, stop_process, watch_outputs
+from streams.bench.core import (
+    BenchContext,
+    Row,
+    best_of,
+    drop_app_topics,
+    stop_process,
+    watch_outputs,
+)
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.examples import example_path
@@ -66,8 +72,7 @@ def _rate(ctx: BenchContext, path: Path, source: str, guarantee: str, state_dir:
         seconds = watch_outputs(ctx.bootstrap, outputs, ctx.records, partitions=PARTITIONS)
     finally:
         stop_process(proc)
-        topics = ctx.admin.list_topics(timeout=30).topics
-        delete_topics(ctx.admin, [t for t in topics if t.startswith(app_id)])
+        drop_app_topics(ctx, app_id)
     return ctx.records / seconds
 
 

@@ -32,8 +32,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Producer, TopicPartition
 
-from streams.admin import delete_topics
-from streams.bench.core import BenchContext, Row
+from streams.bench.core import BenchContext, Row, drop_app_topics
 from streams.state import (
     Backend,
     ChangelogStore,
@@ -192,8 +191,7 @@ def run(ctx: BenchContext) -> list[Row]:
             dedup_memory = _dedup_rate(ctx, f"{app}-m", MemoryBackend(), state_dir)
             dedup_disk = _dedup_rate(ctx, f"{app}-r", RocksDBBackend(), state_dir)
     finally:
-        topics = ctx.admin.list_topics(timeout=30).topics
-        delete_topics(ctx.admin, [t for t in topics if t.startswith(app)])
+        drop_app_topics(ctx, app)
     label = f"{n:,} entries"
     base_rate = bare["read"] / bare["seconds"]
     return [

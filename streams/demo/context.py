@@ -3,13 +3,12 @@
 ``DemoContext.topic`` names a topic ``demo-<run id>-<name>``; ``example`` loads an example
 topology as an app ``demo-<run id>-<app>`` reading a new topic. Every topic of the run is
 named so, the ones the apps make too (outputs, retry tiers, DLQs, changelogs): the runner
-deletes them all after the last step, even when a step fails (``leftovers``).
+deletes them all after the last step, even when a step fails (``prefix``).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -26,7 +25,6 @@ class DemoContext:
     bootstrap: str
     console: Console
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
-    topics: list[str] = field(default_factory=list)
     _step: int = 1  # the broker is step 1
 
     def say(self, title: str, text: str) -> None:
@@ -34,11 +32,14 @@ class DemoContext:
         self._step += 1
         self.console.print(step_line(self._step, title, text))
 
+    @property
+    def prefix(self) -> str:
+        """What every topic and app id of this run starts with (then ``-``)."""
+        return f"demo-{self.run_id}"
+
     def topic(self, name: str) -> str:
         """A topic name unique to this run, deleted after the demo."""
-        full = f"demo-{self.run_id}-{name}"
-        self.topics.append(full)
-        return full
+        return f"{self.prefix}-{name}"
 
     def example(
         self, example: str, app: str, *, source: str, partitions: int, **params: str
@@ -49,16 +50,11 @@ class DemoContext:
         name = self.topic(source)
         admin = admin_client(self.bootstrap)
         create_topic(admin, name, partitions=partitions)
-        app_id = f"demo-{self.run_id}-{app}"
+        app_id = f"{self.prefix}-{app}"
         params = {"input": name, **params}
         topology = load_topology(example_path(example), app_id=app_id, params=params)
         prepare_topics(admin, topology)
         return topology, name
-
-    def leftovers(self, existing: Iterable[str]) -> list[str]:
-        """Of the ``existing`` topics, those of this run: to delete after the demo."""
-        prefix = f"demo-{self.run_id}-"
-        return [t for t in existing if t in self.topics or t.startswith(prefix)]
 
 
 def step_line(step: int, title: str, text: str) -> Text:

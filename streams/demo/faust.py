@@ -37,10 +37,9 @@ def step_faust(ctx: DemoContext) -> None:
         return
     from streams.faust.worker import FaustWorkerProcess  # noqa: PLC0415 - the faust extra
 
-    app_id = f"demo-{ctx.run_id}-faust"
+    app_id = f"{ctx.prefix}-faust"  # an app of the run: its topics are deleted with the rest
     source, output = ctx.topic("faust-accepted"), ctx.topic("faust-shipments")
     dlq = dlq_topic(app_id, source)
-    ctx.topics.append(dlq)  # the worker's __main__ creates it; the demo deletes it
     create_topic(admin_client(ctx.bootstrap), source, partitions=3)
     codec = AvroCodec(default_catalog())
     now = datetime.now(UTC)

@@ -86,7 +86,7 @@ def _stall(ctx: DemoContext) -> None:
     source = ctx.topic("stalled")
     admin = admin_client(ctx.bootstrap)
     create_topic(admin, source, partitions=1)
-    app = f"demo-{ctx.run_id}-stalled"
+    app = f"{ctx.prefix}-stalled"
     answer = threading.Event()
 
     def lookup(env: Envelope) -> Envelope:
@@ -98,7 +98,6 @@ def _stall(ctx: DemoContext) -> None:
     flow = b.source(source, type="order.placed", version=2).map(lookup, name="lookup")
     flow.to(owned("out"), type="order.placed", version=2)
     topology = b.build(default_catalog())
-    ctx.topics.extend(topology.topics_written)
     prepare_topics(admin, topology)
     placed = [_order(n) for n in range(5)]
     produce_envelopes(ctx.bootstrap, source, placed, AvroCodec(default_catalog()))

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.text import Text
 
-from streams.admin import admin_client, delete_topics
+from streams.admin import admin_client, delete_app_topics
 from streams.broker import LocalBroker
 from streams.config import external_bootstrap
 from streams.demo.context import DemoContext, step_line
@@ -93,6 +93,5 @@ def run_demo(console: Console | None = None) -> None:
             for step in STEPS:
                 step(ctx)
     finally:
-        admin = admin_client(bootstrap)
-        delete_topics(admin, ctx.leftovers(admin.list_topics(timeout=30).topics))
+        delete_app_topics(admin_client(bootstrap), ctx.prefix)
     console.print(Text("demo done", style="bold green"))

@@ -7,6 +7,7 @@ picks the broker):
 - ``kafka_bootstrap`` (session): bootstrap address of a real broker.
 - ``kafka_admin``: an AdminClient for it.
 - ``make_topic``: create a uniquely named topic, deleted after the test.
+- ``app_id``: a unique app id; the topics the app made (``<app_id>-...``) are deleted after.
 - ``kafka_io``: ``KafkaIO`` on that broker: produce envelopes, wait for records.
 - ``kafka_container`` (session), ``make_kafka_container``, ``docker_network``: Kafka in
   Docker (``KafkaContainer``), removed after use. They need the ``testing`` extra

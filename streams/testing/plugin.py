@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import admin_client, delete_topics
+from streams.admin import admin_client, delete_app_topics
 from streams.broker import LocalBroker, free_port
 from streams.config import BOOTSTRAP_ENV, external_bootstrap
 from streams.errors import StreamsError
 from streams.testing.docker_daemon import docker_unavailable_reason
 from streams.testing.kafka_io import KafkaIO
-from streams.testing.topics import TopicFactory
+from streams.testing.topics import TopicFactory, unique_topic_name
 from streams.testing.topology_process import TopologyProcess
 
 if TYPE_CHECKING:
@@ -267,6 +267,18 @@ def make_topic(kafka_admin: AdminClient, request: pytest.FixtureRequest) -> Iter
         factory.cleanup()
 
 
+@pytest.fixture
+def app_id(kafka_admin: AdminClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A unique app id for the test (``--app-id``, ``TopologyBuilder(app_id)``); every
+    topic named ``<app_id>-...`` (what the app made: outputs, changelogs, retry tiers,
+    DLQs) is deleted after it."""
+    app = unique_topic_name(request.node.name)
+    try:
+        yield app
+    finally:
+        delete_app_topics(kafka_admin, app)
+
+
 # -- data in and out -------------------------------------------------------------------------
 
 
@@ -303,7 +315,7 @@ def run_topology(request: pytest.FixtureRequest) -> Iterator[Callable[..., Topol
     with the topology's output. After the test it is stopped with SIGTERM; a topology
     that exits by itself, fails or does not stop cleanly fails the test with its output.
     The topics it owns (``<app_id>-...``) are deleted after the test when ``app_id`` was
-    given: give each test its own (``unique_topic_name("app")``).
+    given: give each test its own (the ``app_id`` fixture).
     """
     started: list[TopologyProcess] = []
 
@@ -361,6 +373,4 @@ def _stop(proc: TopologyProcess) -> str | None:
 def _delete_owned_topics(bootstrap: str, app_id: str) -> None:
     # Quiet: errors raise; the handle may outlive a container broker (then it would log
     # every reconnect attempt).
-    admin = admin_client(bootstrap, log_level=0)
-    owned = [t for t in admin.list_topics(timeout=30).topics if t.startswith(f"{app_id}-")]
-    delete_topics(admin, owned)
+    delete_app_topics(admin_client(bootstrap, log_level=0), app_id)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +9,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 
-from streams.admin import create_topic, delete_topics
+from streams.admin import create_topic
 from streams.state import (
     ChangelogCompactionError,
     ChangelogPartitionCountError,
@@ -21,14 +19,6 @@ from streams.state import (
     ensure_changelog_topic,
 )
 from streams.state.changelog import EXPIRES_AT, SOURCE_OFFSET, SOURCE_PARTITION
-
-
-@pytest.fixture
-def app_id(kafka_admin: AdminClient) -> Iterator[str]:
-    app = f"clog-{uuid.uuid4().hex[:10]}"
-    yield app
-    topics = kafka_admin.list_topics(timeout=10).topics
-    delete_topics(kafka_admin, [t for t in topics if t.startswith(app)])
 
 
 def cleanup_policy(admin: AdminClient, topic: str) -> str:

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-import pytest
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import create_topic, delete_topics
+from streams.admin import create_topic
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.schemas import default_catalog
@@ -28,7 +27,6 @@ from streams.testing import (
     produce_envelopes,
     wait_until,
 )
-from streams.testing.topics import unique_topic_name
 
 ROOT = Path(__file__).resolve().parents[2]
 DEDUP = ROOT / "topology" / "dedup.py"
@@ -39,14 +37,6 @@ FAST_REBALANCE = ["-Xconsumer.session.timeout.ms=6000", "-Xconsumer.heartbeat.in
 def order(n: int) -> Envelope:
     data = {"order_id": f"o-{n}", "customer_id": f"c-{n}", "items": [], "total_cents": n}
     return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=f"c-{n}")
-
-
-@pytest.fixture
-def app_id(kafka_admin: AdminClient) -> Iterator[str]:
-    app = unique_topic_name("dedup-app")
-    yield app
-    topics = kafka_admin.list_topics(timeout=10).topics
-    delete_topics(kafka_admin, [t for t in topics if t.startswith(app)])
 
 
 def caught_up(bootstrap: str, group: str, topic: str) -> bool:

@@ -16,7 +16,6 @@ import structlog
 from confluent_kafka.admin import AdminClient
 from runtime_thread import RuntimeThread
 
-from streams.admin import delete_topics
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.logs import configure_logging, get_logger
@@ -25,7 +24,6 @@ from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing import TopicFactory, TopicReader, produce_envelopes, wait_until
 from streams.testing.metrics import get
-from streams.testing.topics import unique_topic_name
 from streams.topology import Topology, TopologyBuilder, owned
 
 CODEC = AvroCodec(default_catalog())
@@ -35,14 +33,6 @@ T, V = "order.placed", 2
 def order(n: int, key: str) -> Envelope:
     data = {"order_id": f"o-{n}", "customer_id": key, "items": [], "total_cents": n}
     return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key=key)
-
-
-@pytest.fixture
-def app_id(kafka_admin: AdminClient) -> Iterator[str]:
-    app = unique_topic_name("stall-app")
-    yield app
-    topics = kafka_admin.list_topics(timeout=10).topics
-    delete_topics(kafka_admin, [t for t in topics if t.startswith(app)])
 
 
 @pytest.fixture

@@ -6,15 +6,12 @@ committed offset, flush at commit, wait for acks, commit, apply, revoke).
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import delete_topics
 from streams.state import (
     Backend,
     ChangelogPartitionCountError,
@@ -34,14 +31,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def app_id(kafka_admin: AdminClient) -> Iterator[str]:
-    app = f"dedup-{uuid.uuid4().hex[:10]}"
-    yield app
-    topics = kafka_admin.list_topics(timeout=10).topics
-    delete_topics(kafka_admin, [t for t in topics if t.startswith(app)])
 
 
 class Instance:

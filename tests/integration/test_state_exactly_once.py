@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import delete_topics
 from streams.state import ChangelogStore, RocksDBBackend
-
-
-@pytest.fixture
-def app_id(kafka_admin: AdminClient) -> Iterator[str]:
-    app = f"eos-{uuid.uuid4().hex[:10]}"
-    yield app
-    topics = kafka_admin.list_topics(timeout=10).topics
-    delete_topics(kafka_admin, [t for t in topics if t.startswith(app)])
 
 
 def test_changelog_records_of_an_aborted_transaction_are_never_restored(
