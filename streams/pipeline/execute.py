@@ -66,7 +66,14 @@ class Attempt:
         if state is not None:
             partition = self._partition
             routed = {n: state.routed(n, partition, self._touched) for n in topology.stores}
-        self.plan = Plan(topology, self._emit, routed, clock=clock, timer=step_timer)
+        self.plan = Plan(
+            topology,
+            self._emit,
+            routed,
+            clock=clock,
+            timer=step_timer,
+            payloads=getattr(codec, "payloads", None),  # the catalog's, for typed stores
+        )
         self._decode = Decode(codec, self.plan.sources)
 
     def _partition(self) -> int:

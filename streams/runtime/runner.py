@@ -67,6 +67,7 @@ from streams.runtime.stall import PartitionEnds, StallWatch
 from streams.runtime.state import RuntimeState, crash_guard, needs_state, processing_guarantee
 from streams.state import StateManager
 from streams.topology import Topology
+from streams.topology.plan import Plan
 from streams.topology.policy import ProcessingError
 
 if TYPE_CHECKING:
@@ -222,6 +223,11 @@ class Runtime:
     def outstanding_writes(self) -> int:
         """Writes queued or in flight, not acknowledged yet (0: every write is)."""
         return len(self._sink.producer)
+
+    @property
+    def plan(self) -> Plan:
+        """The compiled topology the chain runs."""
+        return self._chain.attempt.plan
 
     @property
     def duplicates(self) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from streams.state.store import ChangelogStore
+from streams.state.store import ChangelogPartition, ChangelogStore
 from streams.state.transaction import PartitionTransaction
 
 
@@ -37,6 +37,10 @@ class RoutedStore:
         self.store = store
         self._current = current_partition
         self._touched = touched
+
+    def partition(self) -> ChangelogPartition:
+        """The current record's partition of the store."""
+        return self.store.partition(self._current())
 
     def transaction(self) -> PartitionTransaction:
         tx = self.store.partition(self._current()).transaction()

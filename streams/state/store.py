@@ -160,6 +160,7 @@ class ChangelogPartition:
         # over, ``apply_some`` writes them a chunk at a time); reads go through them.
         self._applying = _Applying(storage)
         self._tx = PartitionTransaction(self._applying, store.clock)
+        self._undone = 0  # aborts, and rollbacks of finished transactions (``generation``)
         self._durable_at = time.monotonic()  # when the local copy was last synced
         self._pending: tuple[dict[bytes, Entry | None], _Delivery | None, int] | None = None
         self._delivery: _Delivery | None = None  # of the records sent since the last apply
@@ -168,6 +169,27 @@ class ChangelogPartition:
     def transaction(self) -> PartitionTransaction:
         """The buffered changes since the last ``apply`` (the same object until then)."""
         return self._tx
+
+    @property
+    def generation(self) -> int:
+        """Moves whenever changes are undone (an attempt rolled back, a checkpoint aborted):
+        what a step derives from the partition's entries and keeps (an index of open
+        windows) is stale once it moved."""
+        return self._undone + self._tx.rolled_back
+
+    def items(self) -> list[tuple[bytes, Entry]]:
+        """Every entry as reads see it now (the local storage under the changes committed
+        and not yet written, under the transaction's), expired ones included. Scans the
+        whole partition: for rebuilding what is derived from it, not per record."""
+        updates, applying = self._tx.updates, self._applying.changes
+        found = [
+            (key, entry)
+            for key, entry in self.storage.items()
+            if key not in updates and key not in applying
+        ]
+        found += [(k, e) for k, e in applying.items() if e is not None and k not in updates]
+        found += [(k, e) for k, e in updates.items() if e is not None]
+        return found
 
     def send(self, producer: ChangelogProducer, source_offset: int) -> int:
         """Produce the changes made since the last send, tagged ``source_offset`` (the
@@ -334,9 +356,11 @@ class ChangelogPartition:
         """Drop every change since the last ``apply`` (flushed or not). Changes already
         handed over by ``apply`` are committed: they are written first."""
         self._finish_applying()
+        self._undone += 1
         self._reset()
 
     def _reset(self) -> None:
+        self._undone += self._tx.rolled_back
         self._pending = None
         self._delivery = None
         self._sent = 0  # records produced for the checkpoint under way

@@ -53,6 +53,7 @@ class PartitionTransaction:
         self.unsent: dict[bytes, None] = {}
         self.frozen = False  # set by a flush until apply/abort: no writes in between
         self.undo: dict[bytes, Entry | None] | None = None  # open savepoint: replaced values
+        self.rolled_back = 0  # rollbacks that undid writes (what is derived from it is stale)
 
     def savepoint(self) -> None:
         """Start remembering what each write replaces (see the module docstring)."""
@@ -61,6 +62,8 @@ class PartitionTransaction:
     def rollback(self) -> None:
         """Undo every write since ``savepoint()``, and close it."""
         undo, self.undo = self.undo, None
+        if undo:
+            self.rolled_back += 1
         updates = self.updates
         for key, old in (undo or {}).items():
             if old is _ABSENT:

@@ -37,6 +37,7 @@ from streams.runtime.state import IN_MEMORY
 from streams.state.transaction import PartitionTransaction
 from streams.testing.memory import MemoryCluster, StoredRecord
 from streams.testing.memory.admin import MemoryClients
+from streams.topology.aggregate import read_table
 from streams.topology.errors import TopologyError
 from streams.topology.partitioning import partition_for
 from streams.topology.policy import ProcessingError, ProcessingFailure
@@ -288,6 +289,21 @@ class TestDriver:
         if part is None:
             raise TopologyError(f"store {name!r} has no partition {partition}")
         return part.transaction()
+
+    def table(self, name: str) -> dict[Any, Any]:
+        """The values of aggregation ``name`` (its ``Table.name``) across every partition:
+        by key, or with windows by ``(key, Window)``; closed windows are gone. Raises
+        TopologyError for a name that is no aggregation."""
+        node = self.topology.nodes.get(name)
+        spec = getattr(node, "aggregate", None)
+        state = self._runtime.state
+        if spec is None or state is None:
+            raise TopologyError(f"topology {self.topology.app_id!r} has no aggregation {name!r}")
+        payloads = self._runtime.plan.payloads
+        found: dict[Any, Any] = {}
+        for part in state.stores[spec.store].partitions.values():
+            found.update(read_table(part, spec, payloads))
+        return found
 
     @property
     def duplicates(self) -> int:

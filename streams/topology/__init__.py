@@ -11,11 +11,24 @@ from streams.topology.loader import load_topology
 from streams.topology.names import Owned, owned
 from streams.topology.plan import Plan, SinkTypeError
 from streams.topology.policy import ErrorAction, ErrorPolicy, ProcessingError, ProcessingFailure
+from streams.topology.tables import Aggregations, Table
 from streams.topology.topology import OwnedTopic, Topology
+from streams.topology.windows import (
+    LateRecordError,
+    MissingKeyError,
+    Update,
+    Window,
+    Windows,
+    hopping,
+    tumbling,
+)
 
 __all__ = [
+    "Aggregations",
     "ErrorAction",
     "ErrorPolicy",
+    "LateRecordError",
+    "MissingKeyError",
     "Owned",
     "OwnedTopic",
     "Plan",
@@ -25,11 +38,17 @@ __all__ = [
     "RecordMeta",
     "SinkTypeError",
     "Stream",
+    "Table",
     "Topology",
     "TopologyBuilder",
     "TopologyError",
     "TopologyLoadError",
     "TopologyValidationError",
+    "Update",
+    "Window",
+    "Windows",
+    "hopping",
     "load_topology",
     "owned",
+    "tumbling",
 ]

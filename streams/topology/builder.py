@@ -8,7 +8,9 @@
     topology = builder.build()     # validates; raises TopologyValidationError
 
 State: ``placed.dedup(ttl=7 * 86400)`` drops records whose envelope id was seen within the
-window; ``builder.store("totals")`` declares a store processors use via ``ctx.store``.
+window; ``placed.window(tumbling(60)).count()`` (or ``.group_by_key()``, ``reduce``,
+``aggregate``) keeps a table per key (``streams.topology.tables``); ``builder.store("totals")``
+declares a store processors use via ``ctx.store``.
 ``TopologyBuilder(..., processing_guarantee="exactly_once")`` runs it in transactions.
 
 Every step takes ``name=`` (default: the function's name, made unique), ``on_error=``
@@ -41,8 +43,10 @@ from streams.topology.nodes import (
 )
 from streams.topology.policy import ErrorAction, ErrorPolicy, RetryArg, as_policy, as_retry
 from streams.topology.stores import DedupSpec, StoreSpec
+from streams.topology.tables import Aggregations
 from streams.topology.topology import Topology
 from streams.topology.validation import CatalogLike, validate
+from streams.topology.windows import Windows
 
 PolicyArg = ErrorPolicy | ErrorAction | str | None
 Name = str | None
@@ -188,7 +192,10 @@ class TopologyBuilder:
             node
             for node in self._nodes.values()
             if isinstance(node, StepNode)
-            and (node.kind is StepKind.DEDUP or (node.kind is StepKind.PROCESS and self._stores))
+            and (
+                node.kind in (StepKind.DEDUP, StepKind.AGGREGATE)
+                or (node.kind is StepKind.PROCESS and self._stores)
+            )
             and any(self._rekeyed(edge.node, set()) for edge in node.parents)
         ]
         for node in keyed:
@@ -395,6 +402,18 @@ class Stream:
         if duplicates_to is None:
             return Stream(b, Edge(node_name))
         return {o: Stream(b, Edge(node_name, o)) for o in outs}
+
+    def group_by_key(self) -> Aggregations:
+        """Aggregations by record key, without windows: ``.count()``, ``.reduce(fn, ...)``,
+        ``.aggregate(init, fn, ...)`` each return a ``Table`` (``streams.topology.tables``)."""
+        return Aggregations(self._builder, self._edge, None)
+
+    def window(self, windows: Windows) -> Aggregations:
+        """Aggregations by record key and event-time window (``tumbling(...)``,
+        ``hopping(...)`` from ``streams.topology``): per window, with its grace."""
+        if not isinstance(windows, Windows):
+            raise TopologyError(f"window needs tumbling(...) or hopping(...), got {windows!r}")
+        return Aggregations(self._builder, self._edge, windows)
 
     def branch(
         self,

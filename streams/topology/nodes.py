@@ -15,6 +15,7 @@ from streams.topology.names import TopicRef
 from streams.topology.policy import ErrorPolicy
 
 if TYPE_CHECKING:
+    from streams.topology.aggregate import AggregateSpec
     from streams.topology.stores import DedupSpec
 
 DEFAULT_OUTPUT = "out"
@@ -32,6 +33,8 @@ class StepKind(StrEnum):
     BRANCH = "branch"
     PROCESS = "process"
     DEDUP = "dedup"
+    AGGREGATE = "aggregate"
+    TO_STREAM = "to_stream"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +80,11 @@ class StepNode:
     - branch: ``predicates`` holds ``(output, predicate)`` pairs, first match wins; records
       that match none go to ``default`` when set, else are dropped like a filter's;
     - dedup: ``(Envelope) -> str | bytes`` (the id; None: the envelope id), ``dedup`` holds
-      the window and the store; a second output, when declared, receives the duplicates.
+      the window and the store; a second output, when declared, receives the duplicates;
+    - aggregate: ``aggregate`` holds what it folds and how (``streams.topology.aggregate``);
+      its output carries ``Update`` objects, to to_stream steps only; a windowed one has a
+      second output, ``late``;
+    - to_stream: ``(Update) -> Envelope | None``.
     """
 
     name: str
@@ -90,6 +97,7 @@ class StepNode:
     on_error: ErrorPolicy | None = None
     retry: RetryPolicy | None = None  # overrides the topology's retry policy
     dedup: DedupSpec | None = None  # the window and store of a dedup step
+    aggregate: AggregateSpec | None = None  # what an aggregation step folds, and how
 
     def describe_fn(self) -> str:
         target = self.fn

@@ -27,17 +27,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streams.codec.errors import EncodeError
 from streams.envelope import Envelope
 from streams.state.dedup import Dedup
+from streams.topology.aggregate import build_aggregate, build_to_stream
 from streams.topology.context import Current, ProcessorContext
 from streams.topology.errors import TopologyError
 from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.policy import StepFailed
 from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
+
+if TYPE_CHECKING:
+    from streams.codec.payload import Payloads
 
 Emit = Callable[[SinkNode, str, Envelope], None]
 Run = Callable[[Envelope], None]
@@ -64,8 +68,12 @@ class Plan:
         *,
         clock: Callable[[], float] = time.time,
         timer: StepTimer | None = None,
+        payloads: Payloads | None = None,
     ) -> None:
         self.topology = topology
+        self.payloads = payloads
+        """The catalog's payload codec, for stores of catalog-typed values (None: the
+        default catalog's)."""
         self.current = Current()
         self._emit = emit
         self._stores = dict(stores or {})
@@ -87,6 +95,11 @@ class Plan:
 
     def _compile_entries(self) -> dict[str, Run]:
         return {topic: self._compile(src.name) for topic, src in self.sources.items()}
+
+    @property
+    def stores(self) -> Mapping[str, Any]:
+        """The stores steps use, by name (``streams.state.RoutedStore``)."""
+        return self._stores
 
     @property
     def duplicates(self) -> int:
@@ -293,7 +306,7 @@ def _envelope_id(env: Envelope) -> str:
 
 def _dedup(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     spec = node.dedup
-    store = plan._stores.get(spec.store) if spec is not None else None
+    store = plan.stores.get(spec.store) if spec is not None else None
     if spec is None or store is None:
         raise TopologyError(
             f"dedup step {node.name!r} has no state store: run the topology with the runtime "
@@ -332,4 +345,6 @@ _STEP_BUILDERS: dict[StepKind, Callable[[Plan, StepNode, dict[str, Run]], Run]] 
     StepKind.BRANCH: _branch,
     StepKind.PROCESS: Plan._process,
     StepKind.DEDUP: _dedup,
+    StepKind.AGGREGATE: build_aggregate,
+    StepKind.TO_STREAM: build_to_stream,
 }

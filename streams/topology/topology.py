@@ -9,7 +9,7 @@ from streams.failures.policy import RetryPolicy
 from streams.state.changelog import changelog_topic
 from streams.topology.errors import TopologyError
 from streams.topology.names import Owned, TopicRef, check_app_id, resolve_topic
-from streams.topology.nodes import ANY_TYPE, Node, SinkNode, SourceNode, StepNode
+from streams.topology.nodes import ANY_TYPE, Node, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.policy import ErrorPolicy
 from streams.topology.stores import StoreSpec, store_source
 
@@ -80,10 +80,14 @@ class Topology:
         )
 
     def retry_for(self, step: str | None) -> RetryPolicy | None:
-        """The retry policy for a failure in ``step``: its own, else the topology's."""
+        """The retry policy for a failure in ``step``: its own, else the topology's; none
+        for an aggregation (a retry would meet the same state, or the same closed window)."""
         node = self.nodes.get(step) if step else None
-        own = node.retry if isinstance(node, StepNode) else None
-        return own or self.retry
+        if not isinstance(node, StepNode):
+            return self.retry
+        if node.kind is StepKind.AGGREGATE:
+            return RetryPolicy.no_retries()
+        return node.retry or self.retry
 
     @property
     def retry_policies(self) -> list[RetryPolicy]:

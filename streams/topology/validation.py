@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from streams.topology.aggregate import LATE
 from streams.topology.names import check_app_id, check_topic
 from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.stores import store_problems
@@ -36,6 +37,7 @@ def validate(topology: Topology, catalog: CatalogLike | None) -> list[str]:
     problems += _topics(topology)
     problems += _dead_ends(topology)
     problems += store_problems(topology)
+    problems += _tables(topology)
     if catalog is not None:
         problems += _schemas(topology, catalog)
     return problems
@@ -123,6 +125,8 @@ def _dead_ends(t: Topology) -> list[str]:
                 )
             continue
         for output in node.outputs:
+            if output == LATE and isinstance(node, StepNode) and node.kind is StepKind.AGGREGATE:
+                continue  # read when wanted; else late records go to the DLQ
             if not kids.get(output):
                 out.append(
                     f"output {output!r} of {what} {node.name!r} is unused: "
@@ -135,8 +139,39 @@ def _dead_ends(t: Topology) -> list[str]:
     return out
 
 
+def _tables(t: Topology) -> list[str]:
+    """An aggregation's changes (``Update`` objects) go to ``to_stream`` steps only, and
+    those read nothing else."""
+    out = []
+    for node in t.steps:
+        if node.kind is StepKind.TO_STREAM:
+            parent = t.nodes.get(node.parents[0].node) if node.parents else None
+            if not (isinstance(parent, StepNode) and parent.kind is StepKind.AGGREGATE):
+                out.append(f"to_stream step {node.name!r} must read an aggregation's table")
+        if node.kind is StepKind.AGGREGATE:
+            for kid in t.children(node.name).get(node.outputs[0], []):
+                child = t.nodes.get(kid)
+                if not (isinstance(child, StepNode) and child.kind is StepKind.TO_STREAM):
+                    out.append(
+                        f"{kid!r} reads the changes of aggregation {node.name!r}: "
+                        "use .to_stream(fn) to make envelopes of them"
+                    )
+    return out
+
+
 def _schemas(t: Topology, catalog: CatalogLike) -> list[str]:
     out = []
+    for step in t.steps:
+        spec = step.aggregate
+        if (
+            spec is not None
+            and spec.version is not None
+            and not catalog.has(spec.type, spec.version)
+        ):
+            out.append(
+                f"aggregation {step.name!r} keeps values of unknown schema "
+                f"{spec.type}@{spec.version}"
+            )
     nodes: list[SourceNode | SinkNode] = [*t.sources, *t.sinks]
     nodes = [n for n in nodes if n.type != ANY_TYPE]  # repartition topics carry any type
     for node in nodes:

@@ -1,0 +1,187 @@
+"""The DSL of aggregations: ``stream.window(...)``, ``count/reduce/aggregate`` and ``Table``.
+
+    per_minute = orders.window(tumbling(60, grace=10)).count(emit="final", name="per-minute")
+    per_minute.to_stream(lambda u: u.cause.follow("order.count", {...})).to(...)
+    per_minute.late().to(owned("late-orders"), type="order.placed", version=2)
+
+An aggregation groups by the record key (``rekey`` first to group by something else: the
+records then travel through a repartition topic, so each key's records meet its state).
+See ``streams.topology.aggregate`` for what the step does and ``streams.topology.windows``
+for windows, grace and late records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streams.envelope import Envelope
+from streams.topology.aggregate import EMITS, LATE, PRIMITIVES, AggregateSpec
+from streams.topology.errors import TopologyError
+from streams.topology.nodes import DEFAULT_OUTPUT, Edge, StepKind, StepNode
+from streams.topology.policy import as_policy
+from streams.topology.stores import StoreSpec
+from streams.topology.windows import Update, Windows
+
+if TYPE_CHECKING:
+    from streams.topology.builder import PolicyArg, Stream, TopologyBuilder
+
+
+class Table:
+    """The values an aggregation keeps, by key (and window). ``name``: its step and store
+    (the TestDriver reads it with ``driver.table(name)``)."""
+
+    __slots__ = ("_builder", "name", "windowed")
+
+    def __init__(self, builder: TopologyBuilder, name: str, windowed: bool) -> None:
+        self._builder = builder
+        self.name = name
+        self.windowed = windowed
+
+    def to_stream(
+        self,
+        fn: Callable[[Update], Envelope | None],
+        *,
+        name: str | None = None,
+        on_error: PolicyArg = None,
+    ) -> Stream:
+        """A stream of the table's changes: ``fn(update)`` makes the envelope of each (None:
+        none for that one). See ``Update``."""
+        from streams.topology.builder import Stream  # noqa: PLC0415 - builder imports us
+
+        b = self._builder
+        if not callable(fn):
+            raise TopologyError(f"to_stream needs a function of an Update, got {fn!r}")
+        node_name = b._unique(name or "to-stream")
+        b._add(
+            StepNode(
+                node_name,
+                StepKind.TO_STREAM,
+                (Edge(self.name),),
+                fn=fn,
+                on_error=as_policy(on_error),
+            )
+        )
+        return Stream(b, Edge(node_name))
+
+    def late(self) -> Stream:
+        """The records that came after every window they belong to closed (without it, they
+        go to the dead-letter topic with a ``LateRecordError``)."""
+        from streams.topology.builder import Stream  # noqa: PLC0415 - builder imports us
+
+        if not self.windowed:
+            raise TopologyError(f"aggregation {self.name!r} has no windows: no record is late")
+        return Stream(self._builder, Edge(self.name, LATE))
+
+
+class Aggregations:
+    """``count``, ``reduce`` and ``aggregate`` over a stream, with or without windows."""
+
+    __slots__ = ("_builder", "_edge", "_windows")
+
+    def __init__(self, builder: TopologyBuilder, edge: Edge, windows: Windows | None) -> None:
+        self._builder = builder
+        self._edge = edge
+        self._windows = windows
+
+    def count(
+        self,
+        *,
+        emit: str = "updates",
+        name: str | None = None,
+        backend: str = "rocksdb",
+        on_error: PolicyArg = None,
+    ) -> Table:
+        """How many records each key (in each window) had: a ``long``."""
+        return self._aggregation(
+            "count", _one, _plus_one, "long", None, emit, name, backend, on_error
+        )
+
+    def reduce(
+        self,
+        fn: Callable[[Any, Any], Any],
+        *,
+        type: str,
+        version: int | None = None,
+        emit: str = "updates",
+        name: str | None = None,
+        backend: str = "rocksdb",
+        on_error: PolicyArg = None,
+    ) -> Table:
+        """A key's first record's ``data``, then ``fn(value, data)`` with each next one's;
+        values are ``type`` (``version``: a catalog type's)."""
+
+        def first(env: Envelope) -> Any:
+            return dict(env.data)
+
+        def add(value: Any, env: Envelope) -> Any:
+            return fn(value, env.data)
+
+        return self._aggregation("reduce", first, add, type, version, emit, name, backend, on_error)
+
+    def aggregate(
+        self,
+        init: Callable[[], Any],
+        fn: Callable[[Any, Envelope], Any],
+        *,
+        type: str,
+        version: int | None = None,
+        emit: str = "updates",
+        name: str | None = None,
+        backend: str = "rocksdb",
+        on_error: PolicyArg = None,
+    ) -> Table:
+        """``init()`` for a key's first record, then ``fn(value, envelope)`` for each;
+        values are ``type`` (a primitive, or a catalog type at ``version``)."""
+
+        def first(env: Envelope) -> Any:
+            return fn(init(), env)
+
+        return self._aggregation(
+            "aggregate", first, fn, type, version, emit, name, backend, on_error
+        )
+
+    def _aggregation(  # noqa: PLR0917 - the three public methods' shared tail
+        self,
+        what: str,
+        first: Callable[[Envelope], Any],
+        add: Callable[[Any, Envelope], Any],
+        type: str,
+        version: int | None,
+        emit: str,
+        name: str | None,
+        backend: str,
+        on_error: PolicyArg,
+    ) -> Table:
+        windows, builder = self._windows, self._builder
+        if emit not in EMITS:
+            raise TopologyError(f"emit must be one of {EMITS}, got {emit!r}")
+        if emit == "final" and windows is None:
+            raise TopologyError('emit="final" needs windows: a table without them never closes')
+        if type not in PRIMITIVES and version is None:
+            raise TopologyError(
+                f"value type {type!r}: give its catalog version, or use one of {sorted(PRIMITIVES)}"
+            )
+        node_name = builder._unique(name or what)
+        builder._add_store(StoreSpec(node_name, backend, owner=node_name))
+        spec = AggregateSpec(what, first, add, type, version, windows, emit, node_name)
+        outputs = (DEFAULT_OUTPUT, LATE) if windows is not None else (DEFAULT_OUTPUT,)
+        builder._add(
+            StepNode(
+                node_name,
+                StepKind.AGGREGATE,
+                (self._edge,),
+                outputs=outputs,
+                on_error=as_policy(on_error),
+                aggregate=spec,
+            )
+        )
+        return Table(builder, node_name, windows is not None)
+
+
+def _one(_env: Envelope) -> int:
+    return 1
+
+
+def _plus_one(count: int, _env: Envelope) -> int:
+    return count + 1
