@@ -18,7 +18,8 @@ picks the broker):
 The same helpers work without pytest: ``KafkaContainer``, ``produce_envelopes``,
 ``wait_for_records``, ``wait_until``.
 
-``TestDriver`` runs a topology in memory (no broker) for unit tests.
+``TestDriver`` runs a topology in memory (no broker) for unit tests; ``window_oracle``
+says what a windowed aggregation should produce, computed the plain way.
 """
 
 from typing import TYPE_CHECKING
@@ -48,6 +49,7 @@ from streams.testing.wait import (
     wait_for_records,
     wait_until,
 )
+from streams.testing.windows import WindowOracle, window_oracle
 
 if TYPE_CHECKING:
     from streams.testing.container import KafkaContainer
@@ -72,6 +74,7 @@ __all__ = [
     "TopologyProcess",
     "TopologyProcessError",
     "WaitTimeoutError",
+    "WindowOracle",
     "default_image",
     "describe_record",
     "docker_unavailable_reason",
@@ -82,4 +85,5 @@ __all__ = [
     "wait_for_envelopes",
     "wait_for_records",
     "wait_until",
+    "window_oracle",
 ]

@@ -43,7 +43,8 @@ class TopologyProcess:
     not missed. Wait for its output with ``streams.testing.wait_for_records`` and such.
 
     ``stop()`` sends SIGTERM and waits up to ``timeout`` seconds for a clean exit (then
-    SIGKILL). ``check()`` raises ``TopologyProcessError`` with the process's output when
+    SIGKILL); ``kill()`` sends SIGKILL at once, as a crash would. ``check()`` raises
+    ``TopologyProcessError`` with the process's output when
     it has exited by itself. ``output()`` is everything it printed so far.
     """
 
@@ -144,6 +145,17 @@ class TopologyProcess:
                     f"`streams run {self.path}` did not stop within {timeout:g} s of SIGTERM "
                     f"and was killed; its output:\n{self.output(40)}"
                 ) from None
+        self._proc = None
+        self.returncode = proc.returncode
+        return proc.returncode
+
+    def kill(self) -> int:
+        """SIGKILL, as a crash would end it (no commit, no flush); returns the exit code."""
+        proc = self._proc
+        if proc is None:
+            return self.returncode if self.returncode is not None else 0
+        proc.kill()
+        proc.wait()
         self._proc = None
         self.returncode = proc.returncode
         return proc.returncode

@@ -25,6 +25,8 @@ def _what(t: Topology, node: Node) -> str:
     detail = f"{node.kind}{', ' + fn if fn and fn != node.name else ''}"
     if node.dedup is not None:
         detail += f", ttl {node.dedup.ttl:g} s, store {node.dedup.store}"
+    if node.aggregate is not None:
+        detail += f": {node.aggregate.describe()}, store {node.aggregate.store}"
     if node.on_error is not None:
         detail += f", on_error: {getattr(node.on_error, '__name__', node.on_error)}"
     if node.retry is not None:
@@ -92,6 +94,23 @@ def _node_data(t: Topology, node: Node) -> dict[str, Any]:
     data["function"] = node.describe_fn() or None
     if node.dedup is not None:
         data["dedup"] = {"ttl_s": node.dedup.ttl, "store": node.dedup.store}
+    spec = node.aggregate
+    if spec is not None:
+        windows = spec.windows
+        data["aggregate"] = {
+            "what": spec.what,
+            "value": {"type": spec.type, "version": spec.version},
+            "windows": None
+            if windows is None
+            else {
+                "kind": windows.kind,
+                "size_s": windows.size_ms / 1000,
+                "advance_s": windows.advance_ms / 1000,
+                "grace_s": windows.grace_ms / 1000,
+            },
+            "emit": spec.emit,
+            "store": spec.store,
+        }
     if node.on_error is not None:
         data["on_error"] = str(getattr(node.on_error, "__name__", node.on_error))
     if node.retry is not None:

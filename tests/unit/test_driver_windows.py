@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from streams.envelope import Envelope
 from streams.schemas import default_catalog
 from streams.testing import TestDriver
+from streams.testing.windows import window_oracle
 from streams.topology import (
     Table,
     Topology,
@@ -63,31 +63,6 @@ def emitted(driver: TestDriver) -> list[tuple[str, int, int, bool]]:
     return out
 
 
-def brute_force(
-    records: list[tuple[str, float]], windows: Windows
-) -> tuple[Counter[tuple[str, int]], list[int], int]:
-    """Counts per (key, window start offset ms), the indexes of late records, and the
-    final stream time, computed the plain way: a record counts in each of its windows
-    that had not closed (end + grace > the largest time seen before it)."""
-    counts: Counter[tuple[str, int]] = Counter()
-    late: list[int] = []
-    seen = -(2**62)
-    for i, (key, second) in enumerate(records):
-        t = BASE_MS + round(second * 1000)
-        starts = [
-            s
-            for s in range(t - t % windows.advance_ms - windows.size_ms, t + 1, windows.advance_ms)
-            if s <= t < s + windows.size_ms
-        ]
-        open_ = [s for s in starts if s + windows.size_ms + windows.grace_ms > seen]
-        if not open_:
-            late.append(i)
-        for s in open_:
-            counts[key, s - BASE_MS] += 1
-        seen = max(seen, t)
-    return counts, late, seen
-
-
 def shuffled_input(n: int, seed: int) -> list[tuple[str, float]]:
     """Mostly in order, some records a few seconds back, a few far back (late)."""
     rng = random.Random(seed)
@@ -104,24 +79,26 @@ def shuffled_input(n: int, seed: int) -> list[tuple[str, float]]:
     "windows", [tumbling(20, grace=5), hopping(30, 10, grace=5), tumbling(10)], ids=str
 )
 def test_counts_and_late_records_equal_a_brute_force_computation(windows: Windows) -> None:
-    records = shuffled_input(300, seed=windows.size_ms)
-    expected, late, stream_time = brute_force(records, windows)
+    records = [
+        (key, BASE + timedelta(seconds=second), None)
+        for key, second in shuffled_input(300, seed=windows.size_ms)
+    ]
+    expected = window_oracle(records, windows)
     with TestDriver(windowed(windows, emit="final")) as driver:
-        for key, second in records:
-            driver.pipe("in", order(key, second))
+        for key, when, _ in records:
+            driver.pipe("in", replace(order(key, 0), time=when))
         finals = {(k, s): v for k, s, v, final in emitted(driver) if final}
         table = {(k, w.start_ms - BASE_MS): v for (k, w), v in driver.table("counts").items()}
         dead = driver.dead_letters
-    closed = {
-        kw: n
-        for kw, n in expected.items()
-        if BASE_MS + kw[1] + windows.size_ms + windows.grace_ms <= stream_time
-    }
-    assert finals == closed != {}  # each closed window once, with its whole count
-    assert table == {kw: n for kw, n in expected.items() if kw not in closed}  # open ones kept
-    assert len(dead) == len(late) > 0  # a late record is never dropped in silence
+
+    def counts(found: dict[tuple[str, int], list[Any]]) -> dict[tuple[str, int], int]:
+        return {(k, s - BASE_MS): len(items) for (k, s), items in found.items()}
+
+    assert finals == counts(expected.closed) != {}  # each closed window once, all of it
+    assert table == counts(expected.open)  # the open ones kept
+    assert len(dead) == len(expected.late) > 0  # a late record is never dropped in silence
     assert all(r.info and r.info.exception.endswith("LateRecordError") for r in dead)
-    assert [int(r.info.origin.offset) for r in dead if r.info] == late
+    assert [int(r.info.origin.offset) for r in dead if r.info] == expected.late
 
 
 def test_updates_mode_emits_every_change_in_order() -> None:
