@@ -32,6 +32,7 @@ from streams.demo.shell import step_shell
 from streams.demo.state import step_state
 from streams.demo.testing import step_testing
 from streams.demo.topology import step_topology
+from streams.demo.windows import step_windows
 from streams.examples import example_schemas
 from streams.schemas import SCHEMAS_DIR_ENV
 
@@ -44,6 +45,7 @@ STEPS: list[Callable[[DemoContext], None]] = [
     step_faust,
     step_failures,
     step_state,
+    step_windows,
     step_replay,
     step_testing,
 ]
