@@ -10,10 +10,10 @@ equals ``window_oracle``'s plain computation, partition by partition.
 from __future__ import annotations
 
 import random
-from itertools import pairwise
 import tempfile
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
