@@ -5,10 +5,12 @@
     expected.closed     # {(key, window start ms): [records]} of every window that closed
     expected.late       # indexes of the records every window of which had closed
 
-One partition's records, in the order the partition holds them (stream time is per
-partition: split the input with ``streams.topology.partitioning.partition_for`` first). A
-record counts in each of its windows that had not closed, as of the largest event time
-seen before it: no state, no heap, no store, only the definition.
+Tumbling, hopping and session windows. One partition's records, in the order the
+partition holds them (stream time is per partition: split the input with
+``streams.topology.partitioning.partition_for`` first). A record counts in each of its
+windows that had not closed, as of the largest event time seen before it (a session
+record joins, and bridges, the open sessions of its key within the gap): no state, no
+heap, no store, only the definition.
 """
 
 from __future__ import annotations
@@ -18,28 +20,36 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from streams.topology.windows import Windows
+from streams.topology.windows import AnyWindows, Sessions, Windows
 
 
 @dataclass
 class WindowOracle:
-    """``windows[(key, start_ms)]``: the records of each window, closed or not; ``late``:
-    the indexes of late records; ``stream_time_ms``: the largest event time seen."""
+    """``windows[(key, start_ms)]``: the records of each window, closed or not (a
+    session's start is its first record's time); ``late``: the indexes of late records;
+    ``stream_time_ms``: the largest event time seen."""
 
-    spec: Windows
+    spec: AnyWindows
     windows: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
+    ends: dict[tuple[str, int], int] = field(default_factory=dict)
+    """The end of each window (a session's: its last record's time)."""
     late: list[int] = field(default_factory=list)
     stream_time_ms: int | None = None
+
+    def closes_at(self, window: tuple[str, int]) -> int:
+        spec = self.spec
+        if isinstance(spec, Sessions):
+            return spec.closes_at(self.ends[window])
+        return spec.closes_at(window[1])
+
+    def is_closed(self, window: tuple[str, int], now: int | None) -> bool:
+        return now is not None and self.closes_at(window) <= now
 
     @property
     def closed(self) -> dict[tuple[str, int], list[Any]]:
         """The windows whose end plus grace the stream time reached."""
         now = self.stream_time_ms
-        return {
-            kw: items
-            for kw, items in self.windows.items()
-            if now is not None and self.spec.closes_at(kw[1]) <= now
-        }
+        return {kw: items for kw, items in self.windows.items() if self.is_closed(kw, now)}
 
     @property
     def open(self) -> dict[tuple[str, int], list[Any]]:
@@ -47,18 +57,53 @@ class WindowOracle:
         return {kw: items for kw, items in self.windows.items() if kw not in closed}
 
 
-def window_oracle(records: Iterable[tuple[str, datetime, Any]], spec: Windows) -> WindowOracle:
+def window_oracle(records: Iterable[tuple[str, datetime, Any]], spec: AnyWindows) -> WindowOracle:
     """Group ``(key, event time, item)`` records of one partition by key and window."""
     oracle = WindowOracle(spec)
-    size, advance = spec.size_ms, spec.advance_ms
     for i, (key, when, item) in enumerate(records):
         t = round(when.timestamp() * 1000)
-        mine = [s for s in range(t - t % advance - size, t + 1, advance) if s <= t < s + size]
         seen = oracle.stream_time_ms
-        still_open = [s for s in mine if seen is None or spec.closes_at(s) > seen]
-        if not still_open:
+        if isinstance(spec, Sessions):
+            counted = _join_session(oracle, spec, key, t, item, seen)
+        else:
+            counted = _add_to_windows(oracle, spec, key, t, item, seen)
+        if not counted:
             oracle.late.append(i)
-        for s in still_open:
-            oracle.windows.setdefault((key, s), []).append(item)
         oracle.stream_time_ms = t if seen is None else max(seen, t)
     return oracle
+
+
+def _add_to_windows(
+    oracle: WindowOracle, spec: Windows, key: str, t: int, item: Any, seen: int | None
+) -> bool:
+    size, advance = spec.size_ms, spec.advance_ms
+    mine = [s for s in range(t - t % advance - size, t + 1, advance) if s <= t < s + size]
+    still_open = [s for s in mine if seen is None or spec.closes_at(s) > seen]
+    for s in still_open:
+        oracle.windows.setdefault((key, s), []).append(item)
+        oracle.ends[key, s] = s + size
+    return bool(still_open)
+
+
+def _join_session(
+    oracle: WindowOracle, spec: Sessions, key: str, t: int, item: Any, seen: int | None
+) -> bool:
+    """The record joins (and bridges) the key's open sessions within the gap of it."""
+    gap = spec.gap_ms
+    touching = [
+        kw
+        for kw in oracle.windows
+        if kw[0] == key
+        and not oracle.is_closed(kw, seen)
+        and kw[1] - gap <= t <= oracle.ends[kw] + gap
+    ]
+    start = min([t, *(kw[1] for kw in touching)])
+    end = max([t, *(oracle.ends[kw] for kw in touching)])
+    if seen is not None and spec.closes_at(end) <= seen:
+        return False
+    items = [x for kw in sorted(touching, key=lambda kw: kw[1]) for x in oracle.windows.pop(kw)]
+    for kw in touching:
+        del oracle.ends[kw]
+    oracle.windows[key, start] = [*items, item]
+    oracle.ends[key, start] = end
+    return True

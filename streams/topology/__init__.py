@@ -16,10 +16,12 @@ from streams.topology.topology import OwnedTopic, Topology
 from streams.topology.windows import (
     LateRecordError,
     MissingKeyError,
+    Sessions,
     Update,
     Window,
     Windows,
     hopping,
+    session,
     tumbling,
 )
 
@@ -36,6 +38,7 @@ __all__ = [
     "ProcessingFailure",
     "ProcessorContext",
     "RecordMeta",
+    "Sessions",
     "SinkTypeError",
     "Stream",
     "Table",
@@ -50,5 +53,6 @@ __all__ = [
     "hopping",
     "load_topology",
     "owned",
+    "session",
     "tumbling",
 ]

@@ -8,8 +8,11 @@ changelog-backed store the step owns, typed (``type``: a primitive or a catalog 
 Store layout (keys are bytes, as in every store):
 
 - without windows: the record key (UTF-8) -> the encoded value;
-- with windows: 2-byte length + key + 8-byte window start (ms) -> the encoded value, and
-  ``b""`` -> the partition's stream time (8 bytes, ms), so it survives a restart.
+- with tumbling or hopping windows: 2-byte length + key + 8-byte window start (ms) ->
+  the encoded value;
+- with sessions: 2-byte length + key -> the key's open sessions (start, end, value each);
+- with windows, ``b""`` -> the partition's stream time (8 bytes, ms), so it survives a
+  restart.
 
 A window's entry is deleted when the window closes (after its final value is handed on,
 with ``emit="final"``). Which windows are open is kept beside the store, per partition, in
@@ -30,7 +33,15 @@ from weakref import WeakKeyDictionary
 from streams.envelope import Envelope
 from streams.topology.errors import TopologyError
 from streams.topology.policy import StepFailed, dead_letter
-from streams.topology.windows import LateRecordError, MissingKeyError, Update, Window, Windows
+from streams.topology.windows import (
+    AnyWindows,
+    LateRecordError,
+    MissingKeyError,
+    Sessions,
+    Update,
+    Window,
+    Windows,
+)
 
 if TYPE_CHECKING:
     from streams.codec.payload import Payloads
@@ -71,16 +82,18 @@ class AggregateSpec:
     first record, ``add(value, envelope)`` folds in each next one; values are ``type``
     (a primitive name, or a catalog type at ``version``); ``windows`` (None: one value per
     key for ever); ``emit``: ``updates`` (every change) or ``final`` (a window's value when
-    it closes); ``store``: the step's store; ``what``: count, reduce or aggregate."""
+    it closes); ``store``: the step's store; ``what``: count, reduce or aggregate;
+    ``merge(a, b)``: two values in one (sessions that a record bridges)."""
 
     what: str
     first: Callable[[Envelope], Any]
     add: Callable[[Any, Envelope], Any]
     type: str
     version: int | None
-    windows: Windows | None
+    windows: AnyWindows | None
     emit: str
     store: str
+    merge: Callable[[Any, Any], Any] | None = None
 
     def describe(self) -> str:
         value = self.type if self.version is None else f"{self.type}@{self.version}"
@@ -118,81 +131,169 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat()
 
 
-def window_key(key: bytes, start_ms: int) -> bytes:
-    return _LENGTH.pack(len(key)) + key + _LONG.pack(start_ms)
+def record_key(raw: bytes) -> tuple[str, int]:
+    """The record key a windowed store key starts with, and where it ends."""
+    (length,) = _LENGTH.unpack_from(raw)
+    return raw[2 : 2 + length].decode(), 2 + length
 
 
 def split_window_key(raw: bytes) -> tuple[str, int]:
-    """The record key and window start of a windowed store key."""
-    (length,) = _LENGTH.unpack_from(raw)
-    return raw[2 : 2 + length].decode(), _LONG.unpack_from(raw, 2 + length)[0]
+    """The record key and window start of a tumbling or hopping window's store key."""
+    key, end = record_key(raw)
+    return key, _LONG.unpack_from(raw, end)[0]
+
+
+_SESSION = struct.Struct(">qqI")  # start, end, length of the value that follows
+
+Session = tuple[int, int, bytes]
+"""A session of a key as stored: first and last event time (ms), the encoded value."""
+
+
+def pack_sessions(sessions: list[Session]) -> bytes:
+    return b"".join(_SESSION.pack(s, e, len(v)) + v for s, e, v in sessions)
+
+
+def unpack_sessions(raw: bytes | None) -> list[Session]:
+    out: list[Session] = []
+    pos, size = 0, _SESSION.size
+    while raw and pos < len(raw):
+        start, end, length = _SESSION.unpack_from(raw, pos)
+        pos += size
+        out.append((start, end, raw[pos : pos + length]))
+        pos += length
+    return out
+
+
+def key_prefix(key: bytes) -> bytes:
+    """A windowed store key's start: the record key with its length (never ``b""``)."""
+    return _LENGTH.pack(len(key)) + key
 
 
 @dataclass(slots=True)
 class _Open:
-    """The open windows of one store partition: (closes at, store key), soonest first."""
+    """The open windows of one store partition, soonest to close first."""
 
     generation: int
-    heap: list[tuple[int, bytes]]
+    heap: list[tuple[Any, ...]]
+
+
+class _Aggregation:
+    """What the three kinds of aggregation step share: the key, folding values in, stream
+    time, late records, and the open windows of each partition."""
+
+    def __init__(self, plan: Plan, node: StepNode, outs: dict[str, Run]) -> None:
+        spec = node.aggregate
+        store = plan.stores.get(spec.store) if spec is not None else None
+        if spec is None or store is None:
+            raise TopologyError(
+                f"aggregation {node.name!r} has no state store: run the topology with the "
+                "runtime or the TestDriver, which open its store"
+            )
+        self.spec, self.store, self.name, self.policy = spec, store, node.name, node.on_error
+        self.encode, self.decode = value_codec(spec.type, spec.version, plan.payloads)
+        # The output carries Updates, to to_stream steps (validation sees to it).
+        self.updated: Callable[[Update], None] = outs[node.outputs[0]]  # type: ignore[assignment]
+        self.late = outs.get(LATE) if plan.topology.children(node.name).get(LATE) else None
+        self._opened: WeakKeyDictionary[ChangelogPartition, _Open] = WeakKeyDictionary()
+
+    def key_of(self, env: Envelope) -> str:
+        key = env.key
+        if key is None:
+            err = MissingKeyError(f"aggregation {self.name!r} groups by key: the record has none")
+            raise StepFailed(self.name, err, dead_letter)
+        return key
+
+    def fold(self, value: Any, env: Envelope) -> tuple[Any, bytes]:
+        """``value`` (None: none yet) with ``env`` folded in, and encoded."""
+        spec = self.spec
+        try:
+            value = spec.first(env) if value is None else spec.add(value, env)
+            return value, self.encode(value)
+        except Exception as exc:
+            raise StepFailed(self.name, exc, self.policy) from exc
+
+    def merge(self, values: list[bytes]) -> Any:
+        """Stored values merged, oldest first (sessions a record bridges)."""
+        merge = self.spec.merge
+        try:
+            merged = None
+            for raw in values:
+                value = self.decode(raw)
+                merged = value if merged is None or merge is None else merge(merged, value)
+            return merged
+        except Exception as exc:
+            raise StepFailed(self.name, exc, self.policy) from exc
+
+    @staticmethod
+    def stream_time(tx: Any) -> int | None:
+        known = tx.get(STREAM_TIME)
+        return _LONG.unpack(known)[0] if known is not None else None
+
+    @staticmethod
+    def advance(tx: Any, time_ms: int) -> None:
+        tx.set(STREAM_TIME, _LONG.pack(time_ms))
+
+    def too_late(self, env: Envelope, stream_time: int | None, grace_ms: int) -> None:
+        """Hand ``env`` to the late stream, or fail it to the DLQ with the reason."""
+        if self.late is not None:
+            self.late(env)
+            return
+        err = LateRecordError(
+            f"aggregation {self.name!r}: every window of the record closed (event time "
+            f"{env.time.isoformat()}, grace {grace_ms / 1000:g} s, stream time "
+            f"{_iso(stream_time or 0)})"
+        )
+        raise StepFailed(self.name, err, dead_letter)
+
+    def opened(
+        self, part: ChangelogPartition, entries: Callable[[bytes, bytes], list[tuple[Any, ...]]]
+    ) -> list[tuple[Any, ...]]:
+        """The heap of ``part``'s open windows, rebuilt with ``entries(key, value)`` from
+        its entries when it is new to this step or its writes were undone."""
+        found = self._opened.get(part)
+        if found is None or found.generation != part.generation:
+            heap = [
+                e for k, entry in part.items() if k != STREAM_TIME for e in entries(k, entry.value)
+            ]
+            heapq.heapify(heap)
+            found = self._opened[part] = _Open(part.generation, heap)
+        return found.heap
 
 
 def build_aggregate(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    spec = node.aggregate
-    store = plan.stores.get(spec.store) if spec is not None else None
-    if spec is None or store is None:
-        raise TopologyError(
-            f"aggregation {node.name!r} has no state store: run the topology with the "
-            "runtime or the TestDriver, which open its store"
-        )
-    encode, decode = value_codec(spec.type, spec.version, plan.payloads)
-    first, add = spec.first, spec.add
-    # The output carries Updates, to to_stream steps (validation sees to it).
-    updated: Callable[[Update], None] = outs[node.outputs[0]]  # type: ignore[assignment]
-    name, policy = node.name, node.on_error
-
-    def fold(raw: bytes | None, env: Envelope) -> tuple[Any, bytes]:
-        try:
-            value = first(env) if raw is None else add(decode(raw), env)
-            return value, encode(value)
-        except Exception as exc:
-            raise StepFailed(name, exc, policy) from exc
-
-    def key_of(env: Envelope) -> str:
-        key = env.key
-        if key is None:
-            err = MissingKeyError(f"aggregation {name!r} groups by key: the record has none")
-            raise StepFailed(name, err, dead_letter)
-        return key
-
-    windows = spec.windows
+    agg = _Aggregation(plan, node, outs)
+    windows = agg.spec.windows
     if windows is None:
+        return _by_key(agg)
+    if isinstance(windows, Sessions):
+        return _sessions(agg, windows)
+    return _fixed(agg, windows)
 
-        def aggregate_step(env: Envelope) -> None:
-            key = key_of(env)
-            tx = store.transaction()
-            value, raw = fold(tx.get(key), env)
-            tx.set(key, raw)
-            updated(Update(key, value, None, False, env))
 
-        return aggregate_step
+def _by_key(agg: _Aggregation) -> Run:
+    store, key_of, fold, decode, updated = agg.store, agg.key_of, agg.fold, agg.decode, agg.updated
 
-    late_read = bool(plan.topology.children(node.name).get(LATE))
-    late = outs.get(LATE)
-    final = spec.emit == "final"
-    size, closes_at, of = windows.size_ms, windows.closes_at, windows.of
-    opened: WeakKeyDictionary[ChangelogPartition, _Open] = WeakKeyDictionary()
+    def aggregate_step(env: Envelope) -> None:
+        key = key_of(env)
+        tx = store.transaction()
+        old = tx.get(key)
+        value, raw = fold(None if old is None else decode(old), env)
+        tx.set(key, raw)
+        updated(Update(key, value, None, False, env))
 
-    def open_windows(part: ChangelogPartition) -> list[tuple[int, bytes]]:
-        found = opened.get(part)
-        if found is None or found.generation != part.generation:
-            heap = [
-                (closes_at(split_window_key(k)[1]), k) for k, _ in part.items() if k != STREAM_TIME
-            ]
-            heapq.heapify(heap)
-            found = opened[part] = _Open(part.generation, heap)
-        return found.heap
+    return aggregate_step
 
-    def close(heap: list[tuple[int, bytes]], stream_time: int, tx: Any, env: Envelope) -> None:
+
+def _fixed(agg: _Aggregation, windows: Windows) -> Run:
+    """Tumbling and hopping windows: one entry per key and window."""
+    store, key_of, fold, decode, updated = agg.store, agg.key_of, agg.fold, agg.decode, agg.updated
+    final = agg.spec.emit == "final"
+    size, closes_at, of, grace = windows.size_ms, windows.closes_at, windows.of, windows.grace_ms
+
+    def entries(skey: bytes, _value: bytes) -> list[tuple[Any, ...]]:
+        return [(closes_at(split_window_key(skey)[1]), skey)]
+
+    def close(heap: list[tuple[Any, ...]], stream_time: int, tx: Any, env: Envelope) -> None:
         while heap and heap[0][0] <= stream_time:
             _, skey = heapq.heappop(heap)
             raw = tx.get(skey)
@@ -206,29 +307,21 @@ def build_aggregate(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     def windowed_step(env: Envelope) -> None:
         key = key_of(env)
         time_ms = int(env.time.timestamp() * 1000)
-        heap = open_windows(store.partition())
+        heap = agg.opened(store.partition(), entries)
         tx = store.transaction()
-        known = tx.get(STREAM_TIME)
-        stream_time = _LONG.unpack(known)[0] if known is not None else None
+        stream_time = agg.stream_time(tx)
         starts = of(time_ms)
         if stream_time is not None:
             starts = [s for s in starts if closes_at(s) > stream_time]
         if not starts:
-            if late_read and late is not None:
-                late(env)
-                return
-            err = LateRecordError(
-                f"aggregation {name!r}: every window of the record closed (event time "
-                f"{env.time.isoformat()}, grace {windows.grace_ms / 1000:g} s, stream time "
-                f"{_iso(stream_time or 0)})"
-            )
-            raise StepFailed(name, err, dead_letter)
-        raw_key = key.encode()
+            agg.too_late(env, stream_time, grace)
+            return
+        prefix = key_prefix(key.encode())
         changed: list[Update] = []
         for start in starts:
-            skey = window_key(raw_key, start)
+            skey = prefix + _LONG.pack(start)
             old = tx.get(skey)
-            value, raw = fold(old, env)
+            value, raw = fold(None if old is None else decode(old), env)
             tx.set(skey, raw)
             if old is None:
                 heapq.heappush(heap, (closes_at(start), skey))
@@ -237,10 +330,66 @@ def build_aggregate(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
         for update in changed:
             updated(update)
         if stream_time is None or time_ms > stream_time:
-            tx.set(STREAM_TIME, _LONG.pack(time_ms))
+            agg.advance(tx, time_ms)
             close(heap, time_ms, tx, env)
 
     return windowed_step
+
+
+def _sessions(agg: _Aggregation, sessions: Sessions) -> Run:
+    """Session windows: one entry per key, the list of its open sessions."""
+    store, key_of, fold, decode, updated = agg.store, agg.key_of, agg.fold, agg.decode, agg.updated
+    final = agg.spec.emit == "final"
+    gap, closes_at, grace = sessions.gap_ms, sessions.closes_at, sessions.grace_ms
+
+    def entries(skey: bytes, value: bytes) -> list[tuple[Any, ...]]:
+        return [(closes_at(end), skey, start) for start, end, _ in unpack_sessions(value)]
+
+    def close(heap: list[tuple[Any, ...]], stream_time: int, tx: Any, env: Envelope) -> None:
+        while heap and heap[0][0] <= stream_time:
+            due, skey, start = heapq.heappop(heap)
+            kept = unpack_sessions(tx.get(skey))
+            ending = [s for s in kept if s[0] == start and closes_at(s[1]) == due]
+            if not ending:
+                continue  # merged into a later session since: it has its own entry
+            kept.remove(ending[0])
+            if kept:
+                tx.set(skey, pack_sessions(kept))
+            else:
+                tx.delete(skey)
+            if final:
+                key = record_key(skey)[0]
+                _, end, raw = ending[0]
+                updated(Update(key, decode(raw), Window(start, end), True, env))
+
+    def session_step(env: Envelope) -> None:
+        key = key_of(env)
+        time_ms = int(env.time.timestamp() * 1000)
+        heap = agg.opened(store.partition(), entries)
+        tx = store.transaction()
+        stream_time = agg.stream_time(tx)
+        skey = key_prefix(key.encode())
+        kept = unpack_sessions(tx.get(skey))
+        bridged = [s for s in kept if s[0] - gap <= time_ms <= s[1] + gap]
+        start = min([time_ms, *(s[0] for s in bridged)])
+        end = max([time_ms, *(s[1] for s in bridged)])
+        if stream_time is not None and closes_at(end) <= stream_time:
+            agg.too_late(env, stream_time, grace)
+            return
+        value, raw = fold(agg.merge([s[2] for s in bridged]) if bridged else None, env)
+        kept = sorted([s for s in kept if s not in bridged] + [(start, end, raw)])
+        tx.set(skey, pack_sessions(kept))
+        heapq.heappush(heap, (closes_at(end), skey, start))
+        if not final:
+            for old_start, old_end, _ in bridged:
+                if (old_start, old_end) != (start, end):
+                    updated(Update(key, None, Window(old_start, old_end), False, env))
+            updated(Update(key, value, Window(start, end), False, env))
+        if stream_time is None or time_ms > stream_time:
+            agg.advance(tx, time_ms)
+            close(heap, time_ms, tx, env)
+
+    return session_step
 
 
 def build_to_stream(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
@@ -272,7 +421,13 @@ def read_table(
     for raw_key, entry in part.items():
         if windows is None:
             out[raw_key.decode()] = decode(entry.value)
-        elif raw_key != STREAM_TIME:
+        elif raw_key == STREAM_TIME:
+            continue
+        elif isinstance(windows, Sessions):
+            key = record_key(raw_key)[0]
+            for start, end, raw in unpack_sessions(entry.value):
+                out[key, Window(start, end)] = decode(raw)
+        else:
             key, start = split_window_key(raw_key)
             out[key, Window(start, start + windows.size_ms)] = decode(entry.value)
     return out

@@ -46,7 +46,7 @@ from streams.topology.stores import DedupSpec, StoreSpec
 from streams.topology.tables import Aggregations
 from streams.topology.topology import Topology
 from streams.topology.validation import CatalogLike, validate
-from streams.topology.windows import Windows
+from streams.topology.windows import AnyWindows, Sessions, Windows
 
 PolicyArg = ErrorPolicy | ErrorAction | str | None
 Name = str | None
@@ -408,11 +408,13 @@ class Stream:
         ``.aggregate(init, fn, ...)`` each return a ``Table`` (``streams.topology.tables``)."""
         return Aggregations(self._builder, self._edge, None)
 
-    def window(self, windows: Windows) -> Aggregations:
+    def window(self, windows: AnyWindows) -> Aggregations:
         """Aggregations by record key and event-time window (``tumbling(...)``,
-        ``hopping(...)`` from ``streams.topology``): per window, with its grace."""
-        if not isinstance(windows, Windows):
-            raise TopologyError(f"window needs tumbling(...) or hopping(...), got {windows!r}")
+        ``hopping(...)``, ``session(...)`` from ``streams.topology``), with its grace."""
+        if not isinstance(windows, Windows | Sessions):
+            raise TopologyError(
+                f"window needs tumbling(...), hopping(...) or session(...), got {windows!r}"
+            )
         return Aggregations(self._builder, self._edge, windows)
 
     def branch(

@@ -10,6 +10,7 @@ from streams.failures.policy import RetryPolicy
 from streams.failures.topics import FailureTopics
 from streams.topology.nodes import ANY_TYPE, DEFAULT_OUTPUT, Node, SinkNode, SourceNode, StepNode
 from streams.topology.topology import Topology
+from streams.topology.windows import Sessions
 
 
 def _what(t: Topology, node: Node) -> str:
@@ -102,6 +103,12 @@ def _node_data(t: Topology, node: Node) -> dict[str, Any]:
             "value": {"type": spec.type, "version": spec.version},
             "windows": None
             if windows is None
+            else {
+                "kind": "session",
+                "gap_s": windows.gap_ms / 1000,
+                "grace_s": windows.grace_ms / 1000,
+            }
+            if isinstance(windows, Sessions)
             else {
                 "kind": windows.kind,
                 "size_s": windows.size_ms / 1000,

@@ -12,6 +12,7 @@ for windows, grace and late records.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from streams.topology.errors import TopologyError
 from streams.topology.nodes import DEFAULT_OUTPUT, Edge, StepKind, StepNode
 from streams.topology.policy import as_policy
 from streams.topology.stores import StoreSpec
-from streams.topology.windows import Update, Windows
+from streams.topology.windows import AnyWindows, Sessions, Update
 
 if TYPE_CHECKING:
     from streams.topology.builder import PolicyArg, Stream, TopologyBuilder
@@ -79,7 +80,7 @@ class Aggregations:
 
     __slots__ = ("_builder", "_edge", "_windows")
 
-    def __init__(self, builder: TopologyBuilder, edge: Edge, windows: Windows | None) -> None:
+    def __init__(self, builder: TopologyBuilder, edge: Edge, windows: AnyWindows | None) -> None:
         self._builder = builder
         self._edge = edge
         self._windows = windows
@@ -94,7 +95,7 @@ class Aggregations:
     ) -> Table:
         """How many records each key (in each window) had: a ``long``."""
         return self._aggregation(
-            "count", _one, _plus_one, "long", None, emit, name, backend, on_error
+            "count", _one, _plus_one, "long", None, emit, name, backend, on_error, operator.add
         )
 
     def reduce(
@@ -117,7 +118,9 @@ class Aggregations:
         def add(value: Any, env: Envelope) -> Any:
             return fn(value, env.data)
 
-        return self._aggregation("reduce", first, add, type, version, emit, name, backend, on_error)
+        return self._aggregation(
+            "reduce", first, add, type, version, emit, name, backend, on_error, fn
+        )
 
     def aggregate(
         self,
@@ -126,19 +129,23 @@ class Aggregations:
         *,
         type: str,
         version: int | None = None,
+        merge: Callable[[Any, Any], Any] | None = None,
         emit: str = "updates",
         name: str | None = None,
         backend: str = "rocksdb",
         on_error: PolicyArg = None,
     ) -> Table:
         """``init()`` for a key's first record, then ``fn(value, envelope)`` for each;
-        values are ``type`` (a primitive, or a catalog type at ``version``)."""
+        values are ``type`` (a primitive, or a catalog type at ``version``). Session
+        windows need ``merge(a, b)``: the value of two sessions a record bridges."""
 
         def first(env: Envelope) -> Any:
             return fn(init(), env)
 
+        if merge is None and isinstance(self._windows, Sessions):
+            raise TopologyError("aggregate over session windows needs merge=fn(a, b)")
         return self._aggregation(
-            "aggregate", first, fn, type, version, emit, name, backend, on_error
+            "aggregate", first, fn, type, version, emit, name, backend, on_error, merge
         )
 
     def _aggregation(  # noqa: PLR0917 - the three public methods' shared tail
@@ -152,6 +159,7 @@ class Aggregations:
         name: str | None,
         backend: str,
         on_error: PolicyArg,
+        merge: Callable[[Any, Any], Any] | None,
     ) -> Table:
         windows, builder = self._windows, self._builder
         if emit not in EMITS:
@@ -164,7 +172,7 @@ class Aggregations:
             )
         node_name = builder._unique(name or what)
         builder._add_store(StoreSpec(node_name, backend, owner=node_name))
-        spec = AggregateSpec(what, first, add, type, version, windows, emit, node_name)
+        spec = AggregateSpec(what, first, add, type, version, windows, emit, node_name, merge)
         outputs = (DEFAULT_OUTPUT, LATE) if windows is not None else (DEFAULT_OUTPUT,)
         builder._add(
             StepNode(

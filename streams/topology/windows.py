@@ -4,14 +4,19 @@ A record belongs to the windows its envelope's ``time`` falls in:
 
 - ``tumbling(size)``: back-to-back windows of ``size`` seconds, one per record;
 - ``hopping(size, advance)``: windows of ``size`` seconds starting every ``advance``
-  seconds, ``size / advance`` per record (they overlap).
+  seconds, ``size / advance`` per record (they overlap);
+- ``session(gap)``: per key, records less than ``gap`` seconds apart make one session;
+  a record that bridges two sessions merges them (their values with the aggregation's
+  ``merge``).
 
-Windows are aligned to the epoch (a 60 s window starts on the minute), ``[start, end)``.
+Fixed windows are aligned to the epoch (a 60 s window starts on the minute),
+``[start, end)``; a session's ``start`` and ``end`` are its first and last event times.
 
 **Stream time** is the largest event time a partition has seen (kept in the aggregation's
 store, so it holds across restarts and moves with the partition). A window **closes** when
-stream time reaches its end plus its ``grace``: a record arriving out of order inside the
-grace still counts; one whose every window has closed is **late**: it goes to the
+stream time reaches its end plus its ``grace`` (a session: its end plus gap plus grace):
+a record arriving out of order inside the grace still counts; one whose every window has
+closed is **late**: it goes to the
 aggregation's ``late()`` stream when the topology reads it, else to the dead-letter topic
 with a ``LateRecordError`` (never dropped in silence). A hopping record late for some of
 its windows only counts in the open ones.
@@ -83,6 +88,37 @@ class Windows:
         return f"hopping {size} every {_seconds(self.advance_ms)}, grace {grace}"
 
 
+@dataclass(frozen=True, slots=True)
+class Sessions:
+    """Sessions per key: records less than ``gap_ms`` apart belong together; a session
+    closes ``gap_ms + grace_ms`` after its last record."""
+
+    gap_ms: int
+    grace_ms: int
+    kind = "session"
+
+    def closes_at(self, end_ms: int) -> int:
+        """Stream time at which a session whose last record is at ``end_ms`` closes."""
+        return end_ms + self.gap_ms + self.grace_ms
+
+    def describe(self) -> str:
+        return f"session gap {_seconds(self.gap_ms)}, grace {_seconds(self.grace_ms)}"
+
+
+def session(gap: float, *, grace: float = 0) -> Sessions:
+    """Sessions of each key: a record within ``gap`` seconds of a session joins it (two
+    sessions it bridges merge); records up to ``grace`` seconds out of order still count."""
+    gap_ms, grace_ms = _ms(gap), _ms(grace)
+    if gap_ms <= 0:
+        raise TopologyError(f"a session gap must be positive, got {gap}")
+    if grace_ms < 0:
+        raise TopologyError(f"grace must not be negative, got {grace}")
+    return Sessions(gap_ms, grace_ms)
+
+
+AnyWindows = Windows | Sessions
+
+
 def tumbling(size: float, *, grace: float = 0) -> Windows:
     """Back-to-back windows of ``size`` seconds; records up to ``grace`` seconds out of
     order still count."""
@@ -108,7 +144,8 @@ def hopping(size: float, advance: float, *, grace: float = 0) -> Windows:
 class Update:
     """One change of an aggregation's table, handed to ``to_stream``'s function.
 
-    ``key``: the record key it groups by; ``value``: the aggregate now; ``window``: its
+    ``key``: the record key it groups by; ``value``: the aggregate now (None: a session
+    that was merged into a larger one, which comes in the next update); ``window``: its
     window (None for an aggregation without windows); ``final``: the window closed and
     this is its last value (``emit="final"``); ``cause``: the envelope that made the change
     (for a final value, the one whose time closed the window), to ``follow`` it."""

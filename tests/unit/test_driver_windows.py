@@ -24,9 +24,11 @@ from streams.topology import (
     Windows,
     hopping,
     owned,
+    session,
     tumbling,
 )
 from streams.topology.partitioning import partition_for
+from streams.topology.windows import AnyWindows
 
 T, V = "order.placed", 2
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
@@ -40,9 +42,11 @@ def order(key: str | None, second: float, cents: int = 100) -> Envelope:
 
 
 def echo(update: Update) -> Envelope:
-    """The update as an order envelope whose key says key, window start, value, final."""
+    """The update as an order envelope whose key says key, window start, value (-1: None,
+    a merged session), final."""
     start = update.window.start_ms - BASE_MS if update.window else -1
-    key = f"{update.key}|{start}|{update.value}|{int(update.final)}"
+    value = -1 if update.value is None else update.value
+    key = f"{update.key}|{start}|{value}|{int(update.final)}"
     return update.cause.follow(T, update.cause.data, version=V, key=key)
 
 
@@ -76,12 +80,14 @@ def shuffled_input(n: int, seed: int) -> list[tuple[str, float]]:
 
 
 @pytest.mark.parametrize(
-    "windows", [tumbling(20, grace=5), hopping(30, 10, grace=5), tumbling(10)], ids=str
+    "windows",
+    [tumbling(20, grace=5), hopping(30, 10, grace=5), tumbling(10), session(6, grace=5)],
+    ids=str,
 )
-def test_counts_and_late_records_equal_a_brute_force_computation(windows: Windows) -> None:
+def test_counts_and_late_records_equal_a_brute_force_computation(windows: AnyWindows) -> None:
     records = [
         (key, BASE + timedelta(seconds=second), None)
-        for key, second in shuffled_input(300, seed=windows.size_ms)
+        for key, second in shuffled_input(300, seed=len(str(windows)))
     ]
     expected = window_oracle(records, windows)
     with TestDriver(windowed(windows, emit="final")) as driver:
@@ -114,6 +120,24 @@ def test_updates_mode_emits_every_change_in_order() -> None:
             ("a", 60_000, 2, False),  # 75 s closes [0, 60): no final value in this mode
         ]
         assert driver.table("counts") == {("a", Window(BASE_MS + 60_000, BASE_MS + 120_000)): 2}
+
+
+def test_a_record_that_bridges_two_sessions_merges_them() -> None:
+    with TestDriver(windowed(session(10, grace=20))) as driver:
+        for second in (0, 5, 20, 24, 14):  # 14 is within 10 s of both sessions
+            driver.pipe("in", order("a", second))
+        assert [(s, v) for _, s, v, _ in emitted(driver)] == [
+            (0, 1),
+            (0, -1),  # [0, 0] grew: replaced (value None) ...
+            (0, 2),  # ... by [0, 5]
+            (20_000, 1),
+            (20_000, -1),
+            (20_000, 2),
+            (0, -1),  # [0, 5] merged away ...
+            (20_000, -1),  # ... and [20, 24] ...
+            (0, 5),  # ... into [0, 24], all five records
+        ]
+        assert driver.table("counts") == {("a", Window(BASE_MS, BASE_MS + 24_000)): 5}
 
 
 def test_late_records_go_to_the_late_stream_when_it_is_read() -> None:
@@ -259,12 +283,14 @@ def test_a_close_undone_by_a_failure_happens_again_with_the_next_record() -> Non
         (lambda s: s.window(tumbling(60)).count(emit="sometimes"), "emit must be one of"),
         (lambda s: s.window(hopping(60, 25)), "must be a multiple of its advance"),
         (lambda s: s.window(tumbling(0)), "must be positive"),
-        (lambda s: s.window(60), r"needs tumbling\(...\) or hopping"),
+        (lambda s: s.window(60), r"needs tumbling\(...\), hopping\(...\) or session"),
         (
             lambda s: s.group_by_key().aggregate(dict, dict, type="revenue"),
             "give its catalog version",
         ),
         (lambda s: s.group_by_key().count().late(), "has no windows"),
+        (lambda s: s.window(session(30)).aggregate(dict, dict, type="x", version=1), "merge="),
+        (lambda s: s.window(session(0)), "gap must be positive"),
     ],
 )
 def test_bad_declarations_fail_at_once_with_the_reason(build: Any, message: str) -> None:
