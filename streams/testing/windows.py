@@ -62,20 +62,19 @@ def window_oracle(records: Iterable[tuple[str, datetime, Any]], spec: AnyWindows
     oracle = WindowOracle(spec)
     for i, (key, when, item) in enumerate(records):
         t = round(when.timestamp() * 1000)
-        seen = oracle.stream_time_ms
-        if isinstance(spec, Sessions):
-            counted = _join_session(oracle, spec, key, t, item, seen)
-        else:
-            counted = _add_to_windows(oracle, spec, key, t, item, seen)
+        counted = (_join_session if isinstance(spec, Sessions) else _add_to_windows)(
+            oracle, key, t, item
+        )
         if not counted:
             oracle.late.append(i)
+        seen = oracle.stream_time_ms
         oracle.stream_time_ms = t if seen is None else max(seen, t)
     return oracle
 
 
-def _add_to_windows(
-    oracle: WindowOracle, spec: Windows, key: str, t: int, item: Any, seen: int | None
-) -> bool:
+def _add_to_windows(oracle: WindowOracle, key: str, t: int, item: Any) -> bool:
+    spec, seen = oracle.spec, oracle.stream_time_ms
+    assert isinstance(spec, Windows)
     size, advance = spec.size_ms, spec.advance_ms
     mine = [s for s in range(t - t % advance - size, t + 1, advance) if s <= t < s + size]
     still_open = [s for s in mine if seen is None or spec.closes_at(s) > seen]
@@ -85,10 +84,10 @@ def _add_to_windows(
     return bool(still_open)
 
 
-def _join_session(
-    oracle: WindowOracle, spec: Sessions, key: str, t: int, item: Any, seen: int | None
-) -> bool:
+def _join_session(oracle: WindowOracle, key: str, t: int, item: Any) -> bool:
     """The record joins (and bridges) the key's open sessions within the gap of it."""
+    spec, seen = oracle.spec, oracle.stream_time_ms
+    assert isinstance(spec, Sessions)
     gap = spec.gap_ms
     touching = [
         kw
