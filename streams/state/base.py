@@ -67,6 +67,11 @@ class LocalStorage(ABC):
     def items(self) -> Iterator[tuple[bytes, Entry]]:
         """Every stored entry (expired ones included), in no promised order."""
 
+    def range(self, low: bytes, high: bytes) -> list[tuple[bytes, Entry]]:
+        """The entries whose key is in ``[low, high)``, in key order (expired ones
+        included). This one scans every entry: a backend with sorted keys seeks."""
+        return sorted((k, e) for k, e in self.items() if low <= k < high)
+
     def count(self) -> int:
         """The number of stored entries; may scan the whole store."""
         return sum(1 for _ in self.items())

@@ -113,6 +113,21 @@ class RocksDBStorage(LocalStorage):
             yield key[1:], Entry(raw[8:], _EXPIRY.unpack_from(raw)[0])
             it.next()
 
+    def range(self, low: bytes, high: bytes) -> list[tuple[bytes, Entry]]:
+        it = self.db.iter()
+        it.seek(_DATA + low)
+        end = _DATA + high
+        found: list[tuple[bytes, Entry]] = []
+        while it.valid():
+            key: bytes = it.key()
+            if key >= end:
+                break
+            raw: bytes = it.value()
+            found.append((key[1:], Entry(raw[8:], _EXPIRY.unpack_from(raw)[0])))
+            it.next()
+        del it
+        return found
+
     def estimated_count(self) -> int:
         # RocksDB's own estimate (its index entries included): no scan, no lock.
         return int(self.db.property_int_value("rocksdb.estimate-num-keys") or 0)

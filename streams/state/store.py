@@ -191,6 +191,20 @@ class ChangelogPartition:
         found += [(k, e) for k, e in updates.items() if e is not None]
         return found
 
+    def range(self, low: bytes, high: bytes) -> list[tuple[bytes, Entry]]:
+        """The entries whose key is in ``[low, high)`` as reads see them now, in key order
+        (expired ones included): a seek in the local storage, and a pass over the changes
+        not written to it yet (so: at a window's close, not per record)."""
+        found = dict(self.storage.range(low, high))
+        for changes in (self._applying.changes, self._tx.updates):
+            for key, entry in changes.items():
+                if low <= key < high:
+                    if entry is None:
+                        found.pop(key, None)
+                    else:
+                        found[key] = entry
+        return sorted(found.items())
+
     def send(self, producer: ChangelogProducer, source_offset: int) -> int:
         """Produce the changes made since the last send, tagged ``source_offset`` (the
         partition's position now), without waiting for acks; return how many records.

@@ -8,16 +8,18 @@ changelog-backed store the step owns, typed (``type``: a primitive or a catalog 
 Store layout (keys are bytes, as in every store):
 
 - without windows: the record key (UTF-8) -> the encoded value;
-- with tumbling or hopping windows: 2-byte length + key + 8-byte window start (ms) ->
-  the encoded value;
+- with tumbling or hopping windows: 8-byte window start (ms) + 2-byte length + key ->
+  the encoded value, and ``b"o"`` -> the starts of the open windows: a window's entries
+  are one range scan when it closes;
 - with sessions: 2-byte length + key -> the key's open sessions (start, end, value each);
 - with windows, ``b""`` -> the partition's stream time (8 bytes, ms), so it survives a
   restart.
 
-A window's entry is deleted when the window closes (after its final value is handed on,
-with ``emit="final"``). Which windows are open is kept beside the store, per partition, in
-memory (a heap by closing time), rebuilt from the entries when the partition is opened
-again or when writes to it were undone (``ChangelogPartition.generation``).
+A window's entries are deleted when it closes (after its final value is handed on, with
+``emit="final"``). Which sessions are open is kept beside the store, per partition, in
+memory (a heap by closing time: a session closes on its own), rebuilt from the entries
+when the partition is opened again or when writes to it were undone
+(``ChangelogPartition.generation``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from streams.topology.windows import (
     Update,
     Window,
     Windows,
+    event_ms,
 )
 
 if TYPE_CHECKING:
@@ -57,6 +60,9 @@ _LONG = struct.Struct(">q")
 _DOUBLE = struct.Struct(">d")
 _LENGTH = struct.Struct(">H")
 STREAM_TIME = b""
+OPEN_WINDOWS = b"o"
+RESERVED = (STREAM_TIME, OPEN_WINDOWS)
+"""Keys of a windowed store that hold no window (shorter than any that does)."""
 
 Encode = Callable[[Any], bytes]
 Decode = Callable[[bytes], Any]
@@ -131,16 +137,43 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat()
 
 
-def record_key(raw: bytes) -> tuple[str, int]:
-    """The record key a windowed store key starts with, and where it ends."""
-    (length,) = _LENGTH.unpack_from(raw)
-    return raw[2 : 2 + length].decode(), 2 + length
+_START = struct.Struct(">Q")
+_SHIFT = 1 << 63  # window starts stored unsigned, so that byte order is time order
+
+
+def window_start(start_ms: int) -> bytes:
+    """A window's start as its store keys begin: a range scan finds the window."""
+    return _START.pack(start_ms + _SHIFT)
+
+
+def window_key(start_ms: int, key: bytes) -> bytes:
+    return window_start(start_ms) + _LENGTH.pack(len(key)) + key
 
 
 def split_window_key(raw: bytes) -> tuple[str, int]:
     """The record key and window start of a tumbling or hopping window's store key."""
-    key, end = record_key(raw)
-    return key, _LONG.unpack_from(raw, end)[0]
+    (start,) = _START.unpack_from(raw)
+    (length,) = _LENGTH.unpack_from(raw, 8)
+    return raw[10 : 10 + length].decode(), start - _SHIFT
+
+
+def pack_starts(starts: list[int]) -> bytes:
+    return b"".join(_LONG.pack(s) for s in starts)
+
+
+def unpack_starts(raw: bytes | None) -> list[int]:
+    return [s for (s,) in _LONG.iter_unpack(raw)] if raw else []
+
+
+def key_prefix(key: bytes) -> bytes:
+    """A session store key: the record key with its length (never a reserved key)."""
+    return _LENGTH.pack(len(key)) + key
+
+
+def record_key(raw: bytes) -> str:
+    """The record key of a session store key."""
+    (length,) = _LENGTH.unpack_from(raw)
+    return raw[2 : 2 + length].decode()
 
 
 _SESSION = struct.Struct(">qqI")  # start, end, length of the value that follows
@@ -162,11 +195,6 @@ def unpack_sessions(raw: bytes | None) -> list[Session]:
         out.append((start, end, raw[pos : pos + length]))
         pos += length
     return out
-
-
-def key_prefix(key: bytes) -> bytes:
-    """A windowed store key's start: the record key with its length (never ``b""``)."""
-    return _LENGTH.pack(len(key)) + key
 
 
 @dataclass(slots=True)
@@ -285,29 +313,29 @@ def _by_key(agg: _Aggregation) -> Run:
 
 
 def _fixed(agg: _Aggregation, windows: Windows) -> Run:
-    """Tumbling and hopping windows: one entry per key and window."""
+    """Tumbling and hopping windows: one entry per key and window, keyed window start
+    first, and the open windows' starts under ``OPEN_WINDOWS``: a window that closes is
+    read with one range scan of its start, and nothing is kept per key in memory."""
     store, key_of, fold, decode, updated = agg.store, agg.key_of, agg.fold, agg.decode, agg.updated
     final = agg.spec.emit == "final"
     size, closes_at, of, grace = windows.size_ms, windows.closes_at, windows.of, windows.grace_ms
 
-    def entries(skey: bytes, _value: bytes) -> list[tuple[Any, ...]]:
-        return [(closes_at(split_window_key(skey)[1]), skey)]
-
-    def close(heap: list[tuple[Any, ...]], stream_time: int, tx: Any, env: Envelope) -> None:
-        while heap and heap[0][0] <= stream_time:
-            _, skey = heapq.heappop(heap)
-            raw = tx.get(skey)
-            if raw is None:
-                continue
-            tx.delete(skey)
-            if final:
-                key, start = split_window_key(skey)
-                updated(Update(key, decode(raw), Window(start, start + size), True, env))
+    def close(opened: list[int], stream_time: int, tx: Any, env: Envelope) -> list[int]:
+        """Close the windows due at ``stream_time``; returns the starts still open."""
+        part = store.partition()
+        for start in [s for s in opened if closes_at(s) <= stream_time]:
+            for skey, entry in part.range(window_start(start), window_start(start + 1)):
+                tx.delete(skey)
+                if final:
+                    key, _ = split_window_key(skey)
+                    updated(
+                        Update(key, decode(entry.value), Window(start, start + size), True, env)
+                    )
+        return [s for s in opened if closes_at(s) > stream_time]
 
     def windowed_step(env: Envelope) -> None:
         key = key_of(env)
-        time_ms = int(env.time.timestamp() * 1000)
-        heap = agg.opened(store.partition(), entries)
+        time_ms = event_ms(env.time)
         tx = store.transaction()
         stream_time = agg.stream_time(tx)
         starts = of(time_ms)
@@ -316,22 +344,25 @@ def _fixed(agg: _Aggregation, windows: Windows) -> Run:
         if not starts:
             agg.too_late(env, stream_time, grace)
             return
-        prefix = key_prefix(key.encode())
+        opened = unpack_starts(tx.get(OPEN_WINDOWS))
+        if not all(s in opened for s in starts):
+            opened = sorted({*opened, *starts})
+            tx.set(OPEN_WINDOWS, pack_starts(opened))
+        raw_key = key.encode()
         changed: list[Update] = []
         for start in starts:
-            skey = prefix + _LONG.pack(start)
+            skey = window_key(start, raw_key)
             old = tx.get(skey)
             value, raw = fold(None if old is None else decode(old), env)
             tx.set(skey, raw)
-            if old is None:
-                heapq.heappush(heap, (closes_at(start), skey))
             if not final:
                 changed.append(Update(key, value, Window(start, start + size), False, env))
         for update in changed:
             updated(update)
         if stream_time is None or time_ms > stream_time:
             agg.advance(tx, time_ms)
-            close(heap, time_ms, tx, env)
+            if closes_at(opened[0]) <= time_ms:
+                tx.set(OPEN_WINDOWS, pack_starts(close(opened, time_ms, tx, env)))
 
     return windowed_step
 
@@ -358,13 +389,13 @@ def _sessions(agg: _Aggregation, sessions: Sessions) -> Run:
             else:
                 tx.delete(skey)
             if final:
-                key = record_key(skey)[0]
+                key = record_key(skey)
                 _, end, raw = ending[0]
                 updated(Update(key, decode(raw), Window(start, end), True, env))
 
     def session_step(env: Envelope) -> None:
         key = key_of(env)
-        time_ms = int(env.time.timestamp() * 1000)
+        time_ms = event_ms(env.time)
         heap = agg.opened(store.partition(), entries)
         tx = store.transaction()
         stream_time = agg.stream_time(tx)
@@ -421,10 +452,10 @@ def read_table(
     for raw_key, entry in part.items():
         if windows is None:
             out[raw_key.decode()] = decode(entry.value)
-        elif raw_key == STREAM_TIME:
+        elif raw_key in RESERVED:
             continue
         elif isinstance(windows, Sessions):
-            key = record_key(raw_key)[0]
+            key = record_key(raw_key)
             for start, end, raw in unpack_sessions(entry.value):
                 out[key, Window(start, end)] = decode(raw)
         else:

@@ -19,9 +19,13 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from runtime_thread import RuntimeThread
 
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
+from streams.runtime import Runtime, RuntimeConfig
+from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing import (
     KafkaIO,
@@ -31,9 +35,18 @@ from streams.testing import (
     wait_until,
     window_oracle,
 )
-from streams.topology import tumbling
+from streams.topology import (
+    Topology,
+    TopologyBuilder,
+    Update,
+    hopping,
+    owned,
+    session,
+    tumbling,
+)
 from streams.topology.loader import import_file
 from streams.topology.partitioning import partition_for
+from streams.topology.windows import AnyWindows
 
 ROOT = Path(__file__).resolve().parents[2]
 REVENUE = ROOT / "topology" / "revenue.py"
@@ -168,3 +181,65 @@ def test_a_sigkill_mid_window_loses_no_window_and_counts_no_order_twice(  # noqa
         assert value == closed[window], window  # never an order counted twice or lost
     if guarantee == "exactly_once":
         assert len(seen) == len(closed)  # each window once in read_committed output
+
+
+def counts_topology(app_id: str, source: str, windows: AnyWindows) -> Topology:
+    """Orders counted per customer and window, final values as customer.revenue."""
+
+    def as_revenue(update: Update) -> Envelope:
+        assert update.window is not None
+        data = {
+            "customer_id": update.key,
+            "window_start_ms": update.window.start_ms,
+            "window_end_ms": update.window.end_ms,
+            "orders": update.value,
+            "revenue_cents": 0,
+            "currency": "EUR",
+        }
+        return Envelope.new("customer.revenue", data, key=update.key)
+
+    b = TopologyBuilder(app_id)
+    table = (
+        b.source(source, type="order.placed", version=2)
+        .window(windows)
+        .count(emit="final", name="counts")
+    )
+    table.to_stream(as_revenue).to(owned("counts"), type="customer.revenue", version=1)
+    table.late().to(owned("late"), type="order.placed", version=2)
+    return b.build(default_catalog())
+
+
+@pytest.mark.parametrize("windows", [hopping(30, 10, grace=5), session(4, grace=5)], ids=str)
+def test_hopping_and_session_counts_equal_the_plain_computation(  # noqa: PLR0917
+    windows: AnyWindows,
+    kafka_bootstrap: str,
+    kafka_admin: AdminClient,
+    make_topic: TopicFactory,
+    kafka_io: KafkaIO,
+    app_id: str,
+    tmp_path: Path,
+) -> None:
+    source = make_topic("counts-in", partitions=PARTITIONS)
+    sent = orders(1_200, seed=7)
+    closed: dict[tuple[str, int], int] = {}
+    late: set[str] = set()
+    for p in range(PARTITIONS):
+        mine = [e for e in sent if partition_for((e.key or "").encode(), PARTITIONS) == p]
+        oracle = window_oracle([(e.key or "", e.time, e) for e in mine], windows)
+        closed |= {kw: len(envs) for kw, envs in oracle.closed.items()}
+        late |= {mine[i].data["order_id"] for i in oracle.late}
+    assert len(closed) > 100 and late
+    topology = counts_topology(app_id, source, windows)
+    prepare_topics(kafka_admin, topology)  # what `streams run` does first
+    runtime = Runtime(topology, RuntimeConfig(bootstrap=kafka_bootstrap, state_dir=str(tmp_path)))
+    instance = RuntimeThread(runtime)
+    try:
+        kafka_io.produce(source, sent)
+        out = kafka_io.wait_for_envelopes(f"{app_id}-counts", len(closed), timeout=120)
+        late_out = kafka_io.wait_for_envelopes(f"{app_id}-late", len(late), timeout=60)
+    finally:
+        assert instance.stop(30) is None
+    found = {(e.data["customer_id"], e.data["window_start_ms"]): e.data["orders"] for e in out}
+    assert found == closed
+    assert len(out) == len(closed)
+    assert {e.data["order_id"] for e in late_out} == late

@@ -480,3 +480,40 @@ def test_a_state_manager_flushes_and_applies_the_partitions_it_is_told(
     with pytest.raises(StateError, match="already has a store"):
         manager.add_store("s", MemoryBackend(), source_topic="orders")
     manager.close(keep=False)
+
+
+def test_a_range_reads_storage_committed_changes_and_the_transaction_in_key_order(
+    cluster: MemoryCluster, part: ChangelogPartition
+) -> None:
+    """What a window's close reads: every entry of its key range as reads see them now."""
+    tx = part.transaction()
+    for key in ("w1-a", "w1-b", "w1-c", "w2-a"):
+        tx.set(key, key.encode())
+    committed_deferred(cluster, part, 10)
+    part.apply_some(2)  # two written to the storage, two still handed over
+    tx = part.transaction()
+    tx.set("w1-0", b"new")
+    tx.delete("w1-b")
+    tx.set("w1-c", b"changed")
+    found = part.range(b"w1", b"w2")
+    assert [(k, e.value) for k, e in found] == [
+        (b"w1-0", b"new"),
+        (b"w1-a", b"w1-a"),
+        (b"w1-c", b"changed"),
+    ]
+    assert part.range(b"w3", b"w4") == []
+    assert [k for k, _ in part.storage.range(b"w1", b"w2")] == [b"w1-a", b"w1-b"]
+
+
+def test_generation_moves_when_writes_are_undone(part: ChangelogPartition) -> None:
+    before = part.generation
+    tx = part.transaction()
+    tx.savepoint()
+    tx.rollback()  # nothing written: nothing derived from the entries is stale
+    assert part.generation == before
+    tx.savepoint()
+    tx.set("a", b"1")
+    tx.rollback()
+    assert part.generation == before + 1
+    part.abort()
+    assert part.generation == before + 2
