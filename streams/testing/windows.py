@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from streams.topology.windows import AnyWindows, Sessions, Windows, event_ms
+from streams.envelope import epoch_ms
+from streams.topology.windows import AnyWindows, Sessions, Windows
 
 
 @dataclass
@@ -61,7 +62,7 @@ def window_oracle(records: Iterable[tuple[str, datetime, Any]], spec: AnyWindows
     """Group ``(key, event time, item)`` records of one partition by key and window."""
     oracle = WindowOracle(spec)
     for i, (key, when, item) in enumerate(records):
-        t = event_ms(when)
+        t = epoch_ms(when)
         counted = (_join_session if isinstance(spec, Sessions) else _add_to_windows)(
             oracle, key, t, item
         )

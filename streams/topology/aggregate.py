@@ -43,7 +43,6 @@ from streams.topology.windows import (
     Update,
     Window,
     Windows,
-    event_ms,
 )
 
 if TYPE_CHECKING:
@@ -335,7 +334,7 @@ def _fixed(agg: _Aggregation, windows: Windows) -> Run:
 
     def windowed_step(env: Envelope) -> None:
         key = key_of(env)
-        time_ms = event_ms(env.time)
+        time_ms = env.time_ms
         tx = store.transaction()
         stream_time = agg.stream_time(tx)
         starts = of(time_ms)
@@ -395,7 +394,7 @@ def _sessions(agg: _Aggregation, sessions: Sessions) -> Run:
 
     def session_step(env: Envelope) -> None:
         key = key_of(env)
-        time_ms = event_ms(env.time)
+        time_ms = env.time_ms
         heap = agg.opened(store.partition(), entries)
         tx = store.transaction()
         stream_time = agg.stream_time(tx)

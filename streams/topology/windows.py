@@ -25,7 +25,7 @@ its windows only counts in the open ones.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from streams.envelope import Envelope
@@ -155,18 +155,6 @@ class Update:
     window: Window | None
     final: bool
     cause: Envelope
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
-
-
-def event_ms(when: datetime) -> int:
-    """An event time in epoch milliseconds, rounded down, exactly (no float on the way);
-    a naive time is UTC, as the codec reads it."""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return (when - _EPOCH) // _MS
 
 
 def _ms(seconds: float) -> int:

@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from streams.envelope import Envelope, envelope_from_fields, new_id
+from streams.codec import AvroCodec
+from streams.envelope import Envelope, envelope_from_fields, epoch_ms, new_id
+from streams.schemas import default_catalog
 
 
 def test_ids_are_uuid7_unique_and_increase_in_creation_order() -> None:
@@ -120,3 +122,15 @@ def test_follow_and_new_are_ordinary_envelopes() -> None:
     for made in (env, reply):
         assert made == Envelope(**{f.name: getattr(made, f.name) for f in dataclasses.fields(made)})
         assert made.time.tzinfo is UTC
+
+
+def test_time_ms_is_the_time_in_epoch_milliseconds_rounded_down_whether_read_or_made() -> None:
+    when = datetime(2026, 1, 1, 12, 0, 0, 999_999, tzinfo=UTC)
+    data = {"order_id": "o", "customer_id": "c", "items": [], "total_cents": 1, "currency": "EUR"}
+    env = dataclasses.replace(Envelope.new("order.placed", data, version=2), time=when)
+    codec = AvroCodec(default_catalog())
+    read = codec.decode(*codec.encode(env), lazy=True)
+    assert env.time_ms == read.time_ms == epoch_ms(when) == 1767268800999
+    assert read.time == when and read.time_ms == 1767268800999  # after the datetime is made
+    assert epoch_ms(datetime(1969, 12, 31, 23, 59, 59, 999_500, tzinfo=UTC)) == -1
+    assert epoch_ms(datetime(2026, 1, 1, 12)) == epoch_ms(datetime(2026, 1, 1, 12, tzinfo=UTC))
