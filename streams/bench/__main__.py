@@ -26,6 +26,7 @@ from streams.bench import (
 from streams.bench import dedup as dedup_bench
 from streams.bench import faust as faust_bench
 from streams.bench import replay as replay_bench
+from streams.bench import windows as windows_bench
 from streams.bench.core import BenchContext, Row, peak_rss_mb
 from streams.broker import LocalBroker, free_port
 from streams.codec import envelope_wire
@@ -44,6 +45,7 @@ SECTIONS: dict[str, Callable[[BenchContext], list[Row]]] = {
     "retry_routing": retry_routing.run,
     "throughput": throughput.run,
     "peers": peers.run,
+    "windows": windows_bench.run,
 }
 
 
