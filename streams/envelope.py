@@ -210,6 +210,11 @@ def envelope_from_fields(  # noqa: PLR0917 - positional: the hot path's cheapest
     return env
 
 
+class Tombstone(Envelope):
+    """A table topic's record without a value: its key was deleted (``builder.table``).
+    Its ``data`` is empty; only the table step that materialises the topic sees one."""
+
+
 _DATA = vars(Envelope)["data"]  # the slots themselves, under WireEnvelope's properties
 _TIME = vars(Envelope)["time"]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

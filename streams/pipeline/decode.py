@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from streams.codec import Codec, DecodeError, peek_type
-from streams.envelope import Envelope
+from streams.envelope import Envelope, Tombstone
 from streams.pipeline.record import Record
 from streams.topology.nodes import ANY_TYPE, SourceNode
 
@@ -42,6 +42,10 @@ class Decode:
 
     def __call__(self, record: Record) -> Envelope:
         source = self._sources[record.source_topic]
+        if source.table and record.value is None:  # a table's tombstone: the key deleted
+            key = record.key.decode() if record.key is not None else None
+            deleted = record.envelope = Tombstone(source.type, {}, source.version, key)
+            return deleted
         headers = record.headers if self._reads_headers else None
         if source.type == ANY_TYPE:  # a repartition topic: any envelope, as it was written
             env = record.envelope = self._codec.decode(record.value, headers, lazy=True)

@@ -44,6 +44,7 @@ from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Forward, Step
 from streams.state import MemoryBackend, StateManager
+from streams.topology.nodes import StepKind
 from streams.topology.policy import (
     ErrorAction,
     ErrorPolicy,
@@ -261,6 +262,8 @@ def failure_handler(topology: Topology, state: StateManager | None) -> FailureHa
 
 
 def consumer_overrides(topology: Topology) -> dict[str, str]:
-    """Consumer settings failure routing needs: the range assignor, so partition *n* of an
-    input and of its retry tiers land on the same instance (its waiting room is there)."""
-    return {"partition.assignment.strategy": "range"} if topology.retry_policies else {}
+    """Consumer settings co-located partitions need: the range assignor, so partition *n*
+    of an input and of its retry tiers land on the same instance (its waiting room is
+    there), and so do partition *n* of a stream and of the table it joins."""
+    joins = any(step.kind is StepKind.JOIN for step in topology.steps)
+    return {"partition.assignment.strategy": "range"} if topology.retry_policies or joins else {}

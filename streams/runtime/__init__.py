@@ -12,13 +12,14 @@ from streams.pipeline.stats import Stats
 from streams.runtime.clients import Clients, KafkaClients
 from streams.runtime.commit import ProducerFencedError, TransactionError
 from streams.runtime.config import RuntimeConfig
-from streams.runtime.errors import MissingTopicError, RecordFailed
+from streams.runtime.errors import CoPartitionError, MissingTopicError, RecordFailed
 from streams.runtime.runner import Runtime
 from streams.runtime.status import StatusReporter
 
 __all__ = [
     "BrokerUnavailable",
     "Clients",
+    "CoPartitionError",
     "DeliveryError",
     "KafkaClients",
     "MissingTopicError",

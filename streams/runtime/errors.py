@@ -14,3 +14,7 @@ class RecordFailed(RuntimeFailure):
 
 class MissingTopicError(RuntimeFailure):
     """A topic the topology reads does not exist."""
+
+
+class CoPartitionError(RuntimeFailure):
+    """A join's stream and table topics do not have as many partitions."""

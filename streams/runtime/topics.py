@@ -1,12 +1,14 @@
-"""Before the first poll: the topics read must exist; the topics owned are created."""
+"""Before the first poll: the topics read must exist (a join's co-partitioned); the topics owned
+are created."""
 
 from __future__ import annotations
 
 from confluent_kafka.admin import AdminClient
 
 from streams.admin import create_topic
-from streams.runtime.errors import MissingTopicError
+from streams.runtime.errors import CoPartitionError, MissingTopicError
 from streams.topology import Topology
+from streams.topology.tables import copartition_problems
 
 
 def prepare_topics(admin: AdminClient, topology: Topology, timeout_s: float = 30.0) -> int:
@@ -16,6 +18,7 @@ def prepare_topics(admin: AdminClient, topology: Topology, timeout_s: float = 30
     metadata = admin.list_topics(timeout=timeout_s)
     widest = 1
     internal = set(topology.repartition_topics)  # read, but owned: created below
+    counts: dict[str, int] = {}
     for topic in topology.topics_read:
         if topic in internal:
             continue
@@ -24,7 +27,11 @@ def prepare_topics(admin: AdminClient, topology: Topology, timeout_s: float = 30
             raise MissingTopicError(
                 f"topology {topology.app_id!r} reads topic {topic!r}, which does not exist"
             )
+        counts[topic] = len(meta.partitions)
         widest = max(widest, len(meta.partitions))
+    problems = copartition_problems(topology, {**dict.fromkeys(internal, widest), **counts})
+    if problems:
+        raise CoPartitionError("; ".join(problems))
     for owned in topology.owned_topics:
         if owned.name not in metadata.topics:
             create_topic(admin, owned.name, partitions=widest, config=owned.config, exist_ok=True)

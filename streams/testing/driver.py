@@ -41,6 +41,7 @@ from streams.topology.aggregate import read_table
 from streams.topology.errors import TopologyError
 from streams.topology.partitioning import partition_for
 from streams.topology.policy import ProcessingError, ProcessingFailure
+from streams.topology.tables import copartition_problems
 from streams.topology.topology import Topology
 
 Headers = list[tuple[str, bytes | None]]
@@ -125,9 +126,14 @@ class TestDriver:
         elif codec is None and topology.retry_policies:
             raise StreamsError("a topology with a retry policy needs the driver's codec")
         self.topology = topology
+        self._partitions = partitions
+        problems = copartition_problems(
+            topology, {t: self.partitions(t) for t in topology.topics_read}
+        )
+        if problems:
+            raise TopologyError("; ".join(problems))
         self.codec: Codec = codec if codec is not None else PassThrough()
         self._raw_allowed = codec is not None
-        self._partitions = partitions
         self._time_ms = start_time_ms
         self._read_upto: dict[str, int] = {}
         self._decoded: dict[tuple[str, int, int], Envelope] = {}
@@ -291,14 +297,15 @@ class TestDriver:
         return part.transaction()
 
     def table(self, name: str) -> dict[Any, Any]:
-        """The values of aggregation ``name`` (its ``Table.name``) across every partition:
-        by key, or with windows by ``(key, Window)``; closed windows are gone. Raises
-        TopologyError for a name that is no aggregation."""
+        """The values of table ``name`` (its ``Table.name``: an aggregation, or a table
+        topic materialised) across every partition: by key, or with windows by ``(key,
+        Window)``; closed windows are gone. Raises TopologyError for a name that is no
+        table."""
         node = self.topology.nodes.get(name)
-        spec = getattr(node, "aggregate", None)
+        spec = getattr(node, "aggregate", None) or getattr(node, "lookup", None)
         state = self._runtime.state
-        if spec is None or state is None:
-            raise TopologyError(f"topology {self.topology.app_id!r} has no aggregation {name!r}")
+        if spec is None or state is None or getattr(node, "kind", None) == "join":
+            raise TopologyError(f"topology {self.topology.app_id!r} has no table {name!r}")
         payloads = self._runtime.plan.payloads
         found: dict[Any, Any] = {}
         for part in state.stores[spec.store].partitions.values():

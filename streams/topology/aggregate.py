@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
-from streams.envelope import Envelope
+from streams.envelope import Envelope, Tombstone
 from streams.topology.errors import TopologyError
 from streams.topology.policy import StepFailed, dead_letter
 from streams.topology.windows import (
@@ -104,6 +104,17 @@ class AggregateSpec:
         value = self.type if self.version is None else f"{self.type}@{self.version}"
         window = f", {self.windows.describe()}" if self.windows is not None else ""
         return f"{self.what} as {value}{window}, emits {self.emit}"
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """A table as a join reads it: its store, the ``type`` (and ``version``) of its
+    values; ``inner``: the join drops records whose key has no value."""
+
+    store: str
+    type: str
+    version: int | None
+    inner: bool = False
 
 
 def value_codec(
@@ -422,6 +433,69 @@ def _sessions(agg: _Aggregation, sessions: Sessions) -> Run:
     return session_step
 
 
+def build_table(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    """Materialise a table topic: each key's latest value, a tombstone deletes it."""
+    spec = node.lookup
+    store = plan.stores.get(spec.store) if spec is not None else None
+    if spec is None or store is None:
+        raise TopologyError(f"table {node.name!r} has no state store: run it with the runtime")
+    encode, _ = value_codec(spec.type, spec.version, plan.payloads)
+    updated: Callable[[Update], None] = outs[node.outputs[0]]  # type: ignore[assignment]
+    name, policy = node.name, node.on_error
+
+    def table_step(env: Envelope) -> None:
+        key = env.key
+        if key is None:
+            err = MissingKeyError(f"table {name!r} holds values by key: the record has none")
+            raise StepFailed(name, err, dead_letter)
+        tx = store.transaction()
+        if isinstance(env, Tombstone):
+            if tx.get(key) is not None:
+                tx.delete(key)
+                updated(Update(key, None, None, False, env))
+            return
+        try:
+            value = dict(env.data)
+            tx.set(key, encode(value))
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        updated(Update(key, value, None, False, env))
+
+    return table_step
+
+
+def build_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    """Each record with the value its key has in the table now (see ``Lookup``)."""
+    spec = node.lookup
+    table = plan.stores.get(spec.store) if spec is not None else None
+    if spec is None or table is None:
+        raise TopologyError(f"join {node.name!r} has no table store: run it with the runtime")
+    _, decode = value_codec(spec.type, spec.version, plan.payloads)
+    fn, nxt, name, policy, inner = (
+        node.fn,
+        outs[node.outputs[0]],
+        node.name,
+        node.on_error,
+        spec.inner,
+    )
+
+    def join_step(env: Envelope) -> None:
+        key = env.key
+        raw = table.get(key) if key is not None else None
+        if raw is None and inner:
+            return  # an inner join: no value, no output
+        try:
+            out = fn(env, None if raw is None else decode(raw))
+            if out is not None and not isinstance(out, Envelope):
+                raise TypeError(f"a join's function must return an Envelope or None, got {out!r}")
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        if out is not None:
+            nxt(out)
+
+    return join_step
+
+
 def build_to_stream(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
 
@@ -441,13 +515,13 @@ def build_to_stream(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
 
 
 def read_table(
-    part: ChangelogPartition, spec: AggregateSpec, payloads: Payloads | None
+    part: ChangelogPartition, spec: AggregateSpec | Lookup, payloads: Payloads | None
 ) -> dict[Any, Any]:
-    """The values of one store partition of an aggregation: by key, or with windows by
+    """The values of one store partition of a table: by key, or with windows by
     ``(key, Window)``."""
     _, decode = value_codec(spec.type, spec.version, payloads)
     out: dict[Any, Any] = {}
-    windows = spec.windows
+    windows = spec.windows if isinstance(spec, AggregateSpec) else None
     for raw_key, entry in part.items():
         if windows is None:
             out[raw_key.decode()] = decode(entry.value)

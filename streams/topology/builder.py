@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from streams.envelope import Envelope
+from streams.topology import tables
 from streams.topology.errors import TopologyError, TopologyValidationError
 from streams.topology.names import Owned, TopicRef, owned
 from streams.topology.nodes import (
@@ -43,7 +44,7 @@ from streams.topology.nodes import (
 )
 from streams.topology.policy import ErrorAction, ErrorPolicy, RetryArg, as_policy, as_retry
 from streams.topology.stores import DedupSpec, StoreSpec
-from streams.topology.tables import Aggregations
+from streams.topology.tables import Aggregations, Table
 from streams.topology.topology import Topology
 from streams.topology.validation import CatalogLike, validate
 from streams.topology.windows import AnyWindows, Sessions, Windows
@@ -90,6 +91,22 @@ class TopologyBuilder:
         node_name = self._unique(name or f"source-{_label(topic)}")
         self.add_source(node_name, topic, type=type, version=version)
         return Stream(self, Edge(node_name))
+
+    def table(
+        self,
+        topic: TopicRef,
+        *,
+        type: str,
+        version: int,
+        name: str | None = None,
+        backend: str = "rocksdb",
+    ) -> Table:
+        """Materialise ``topic`` (compacted, keyed) as a table: each key's latest value (its
+        payload, ``type`` as ``version``), a record without a value deletes the key. Kept
+        in the changelog-backed store ``name`` (default ``table-<topic>``), partitioned
+        like the topic; streams ``join`` it (co-partitioned: the same partition count,
+        keyed alike)."""
+        return tables.table(self, topic, type=type, version=version, name=name, backend=backend)
 
     # -- lower-level API: nodes wired by name (parents may be added later) -----------------
     def add_source(
@@ -193,7 +210,7 @@ class TopologyBuilder:
             for node in self._nodes.values()
             if isinstance(node, StepNode)
             and (
-                node.kind in (StepKind.DEDUP, StepKind.AGGREGATE)
+                node.kind in (StepKind.DEDUP, StepKind.AGGREGATE, StepKind.JOIN)
                 or (node.kind is StepKind.PROCESS and self._stores)
             )
             and any(self._rekeyed(edge.node, set()) for edge in node.parents)
@@ -402,6 +419,36 @@ class Stream:
         if duplicates_to is None:
             return Stream(b, Edge(node_name))
         return {o: Stream(b, Edge(node_name, o)) for o in outs}
+
+    def join(
+        self,
+        table: Table,
+        fn: Callable[[Envelope, Any], Envelope | None],
+        *,
+        name: str | None = None,
+        on_error: PolicyArg = None,
+    ) -> Stream:
+        """``fn(envelope, value)`` for each record whose key has a value in ``table`` now
+        (the others are dropped: an inner join); its envelope goes on (None: nothing)."""
+        edge = tables.join(
+            self._builder, self._edge, table, fn, inner=True, name=name, on_error=on_error
+        )
+        return Stream(self._builder, edge)
+
+    def left_join(
+        self,
+        table: Table,
+        fn: Callable[[Envelope, Any], Envelope | None],
+        *,
+        name: str | None = None,
+        on_error: PolicyArg = None,
+    ) -> Stream:
+        """``fn(envelope, value)`` for every record, ``value`` None when its key has none in
+        ``table``."""
+        edge = tables.join(
+            self._builder, self._edge, table, fn, inner=False, name=name, on_error=on_error
+        )
+        return Stream(self._builder, edge)
 
     def group_by_key(self) -> Aggregations:
         """Aggregations by record key, without windows: ``.count()``, ``.reduce(fn, ...)``,

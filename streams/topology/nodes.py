@@ -15,7 +15,7 @@ from streams.topology.names import TopicRef
 from streams.topology.policy import ErrorPolicy
 
 if TYPE_CHECKING:
-    from streams.topology.aggregate import AggregateSpec
+    from streams.topology.aggregate import AggregateSpec, Lookup
     from streams.topology.stores import DedupSpec
 
 DEFAULT_OUTPUT = "out"
@@ -35,6 +35,8 @@ class StepKind(StrEnum):
     DEDUP = "dedup"
     AGGREGATE = "aggregate"
     TO_STREAM = "to_stream"
+    TABLE = "table"
+    JOIN = "join"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +60,9 @@ class Edge:
 
 @dataclass(frozen=True, slots=True)
 class SourceNode:
-    """Reads ``topic``; decodes each record as ``type``, resolved to reader ``version``."""
+    """Reads ``topic``; decodes each record as ``type``, resolved to reader ``version``.
+    ``table``: the topic is a table's (``builder.table``): a record without a value is a
+    tombstone, not a failure."""
 
     name: str
     topic: TopicRef
@@ -66,6 +70,7 @@ class SourceNode:
     version: int
     outputs: tuple[str, ...] = (DEFAULT_OUTPUT,)
     parents: tuple[Edge, ...] = ()
+    table: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +89,11 @@ class StepNode:
     - aggregate: ``aggregate`` holds what it folds and how (``streams.topology.aggregate``);
       its output carries ``Update`` objects, to to_stream steps only; a windowed one has a
       second output, ``late``;
-    - to_stream: ``(Update) -> Envelope | None``.
+    - to_stream: ``(Update) -> Envelope | None``;
+    - table: materialises a table topic's records in ``lookup.store`` (latest value of each
+      key; tombstones delete); its output carries ``Update`` objects, like an aggregation's;
+    - join: ``(Envelope, value) -> Envelope | None`` with the value of the record's key in
+      the table ``lookup`` names (``lookup.inner``: records without one are dropped).
     """
 
     name: str
@@ -98,6 +107,7 @@ class StepNode:
     retry: RetryPolicy | None = None  # overrides the topology's retry policy
     dedup: DedupSpec | None = None  # the window and store of a dedup step
     aggregate: AggregateSpec | None = None  # what an aggregation step folds, and how
+    lookup: Lookup | None = None  # the table a table or join step writes or reads
 
     def describe_fn(self) -> str:
         target = self.fn

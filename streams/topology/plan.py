@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from streams.codec.errors import EncodeError
 from streams.envelope import Envelope
 from streams.state.dedup import Dedup
-from streams.topology.aggregate import build_aggregate, build_to_stream
+from streams.topology.aggregate import build_aggregate, build_join, build_table, build_to_stream
 from streams.topology.context import Current, ProcessorContext
 from streams.topology.errors import TopologyError
 from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
@@ -347,4 +347,6 @@ _STEP_BUILDERS: dict[StepKind, Callable[[Plan, StepNode, dict[str, Run]], Run]] 
     StepKind.DEDUP: _dedup,
     StepKind.AGGREGATE: build_aggregate,
     StepKind.TO_STREAM: build_to_stream,
+    StepKind.TABLE: build_table,
+    StepKind.JOIN: build_join,
 }

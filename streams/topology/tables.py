@@ -1,8 +1,12 @@
-"""The DSL of aggregations: ``stream.window(...)``, ``count/reduce/aggregate`` and ``Table``.
+"""The DSL of tables: aggregations (``stream.window(...)``, ``count/reduce/aggregate``), table
+topics (``builder.table``), joins with them, and ``Table``.
 
     per_minute = orders.window(tumbling(60, grace=10)).count(emit="final", name="per-minute")
     per_minute.to_stream(lambda u: u.cause.follow("order.count", {...})).to(...)
     per_minute.late().to(owned("late-orders"), type="order.placed", version=2)
+
+    customers = builder.table("customers", type="customer.profile", version=1)
+    orders.join(customers, lambda order, customer: order.follow(...)).to(...)
 
 An aggregation groups by the record key (``rekey`` first to group by something else: the
 records then travel through a repartition topic, so each key's records meet its state).
@@ -13,31 +17,39 @@ for windows, grace and late records.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from streams.envelope import Envelope
-from streams.topology.aggregate import EMITS, LATE, PRIMITIVES, AggregateSpec
+from streams.topology.aggregate import EMITS, LATE, PRIMITIVES, AggregateSpec, Lookup
 from streams.topology.errors import TopologyError
-from streams.topology.nodes import DEFAULT_OUTPUT, Edge, StepKind, StepNode
+from streams.topology.names import Owned, TopicRef
+from streams.topology.nodes import DEFAULT_OUTPUT, Edge, SourceNode, StepKind, StepNode
 from streams.topology.policy import as_policy
-from streams.topology.stores import StoreSpec
+from streams.topology.stores import StoreSpec, store_source, upstream_sources
 from streams.topology.windows import AnyWindows, Sessions, Update
 
 if TYPE_CHECKING:
     from streams.topology.builder import PolicyArg, Stream, TopologyBuilder
+    from streams.topology.topology import Topology
 
 
 class Table:
-    """The values an aggregation keeps, by key (and window). ``name``: its step and store
-    (the TestDriver reads it with ``driver.table(name)``)."""
+    """Values by key (and window): what an aggregation keeps, or a table topic
+    materialised (``builder.table``). ``name``: its step and store (the TestDriver reads
+    it with ``driver.table(name)``); ``lookup``: how a join reads it (None: windowed, not
+    joinable)."""
 
-    __slots__ = ("_builder", "name", "windowed")
+    __slots__ = ("_builder", "lookup", "name", "windowed")
 
-    def __init__(self, builder: TopologyBuilder, name: str, windowed: bool) -> None:
+    def __init__(
+        self, builder: TopologyBuilder, name: str, windowed: bool, lookup: Lookup | None = None
+    ) -> None:
         self._builder = builder
         self.name = name
         self.windowed = windowed
+        self.lookup = lookup
 
     def to_stream(
         self,
@@ -184,7 +196,53 @@ class Aggregations:
                 aggregate=spec,
             )
         )
-        return Table(builder, node_name, windows is not None)
+        lookup = None if windows is not None else Lookup(node_name, type, version)
+        return Table(builder, node_name, windows is not None, lookup)
+
+
+def table(
+    builder: TopologyBuilder,
+    topic: TopicRef,
+    *,
+    type: str,
+    version: int,
+    name: str | None,
+    backend: str,
+) -> Table:
+    """A table topic materialised: a source of it, and a table step with its store."""
+    label = topic.name if isinstance(topic, Owned) else topic
+    node_name = builder._unique(name or f"table-{label}")
+    source = builder._unique(f"source-{label}")
+    builder._add(SourceNode(source, topic, type, version, table=True))
+    builder._add_store(StoreSpec(node_name, backend, source=topic, owner=node_name))
+    lookup = Lookup(node_name, type, version)
+    builder._add(StepNode(node_name, StepKind.TABLE, (Edge(source),), lookup=lookup))
+    return Table(builder, node_name, False, lookup)
+
+
+def join(
+    builder: TopologyBuilder,
+    parent: Edge,
+    table: Table,
+    fn: Callable[[Envelope, Any], Envelope | None],
+    *,
+    inner: bool,
+    name: str | None,
+    on_error: PolicyArg,
+) -> Edge:
+    """A join step of ``parent``'s records with ``table``'s values."""
+    if table.lookup is None:
+        raise TopologyError(f"table {table.name!r} has windows: a join reads a table by key")
+    if not callable(fn):
+        raise TopologyError(f"a join needs a function of (envelope, value), got {fn!r}")
+    node_name = builder._unique(name or f"join-{table.name}")
+    lookup = replace(table.lookup, inner=inner)
+    builder._add(
+        StepNode(
+            node_name, StepKind.JOIN, (parent,), fn=fn, on_error=as_policy(on_error), lookup=lookup
+        )
+    )
+    return Edge(node_name)
 
 
 def _one(_env: Envelope) -> int:
@@ -193,3 +251,27 @@ def _one(_env: Envelope) -> int:
 
 def _plus_one(count: int, _env: Envelope) -> int:
     return count + 1
+
+
+def copartition_problems(topology: Topology, partitions: Mapping[str, int]) -> list[str]:
+    """What breaks a join's co-partitioning, given each topic's partition count: the
+    records a join reads and its table's must be on as many partitions (and keyed alike,
+    which no count shows), so that partition *n* of both holds the same keys."""
+    problems = []
+    for step in topology.steps:
+        if step.kind is not StepKind.JOIN or step.lookup is None:
+            continue
+        spec = topology.stores.get(step.lookup.store)
+        table_topic = store_source(topology, spec) if spec is not None else None
+        if table_topic is None:
+            continue
+        want = partitions.get(table_topic)
+        for topic in upstream_sources(topology, step.name):
+            have = partitions.get(topic)
+            if have is not None and want is not None and have != want:
+                problems.append(
+                    f"join {step.name!r} is not co-partitioned: {topic!r} has {have} "
+                    f"partition(s), table topic {table_topic!r} {want}; give them the same "
+                    "partition count (and key both by the table's key)"
+                )
+    return problems

@@ -117,6 +117,8 @@ def _dead_ends(t: Topology) -> list[str]:
             continue
         kids = t.children(node.name)
         what = "source" if isinstance(node, SourceNode) else f"step ({node.kind})"
+        if isinstance(node, StepNode) and node.kind is StepKind.TABLE:
+            continue  # read by joins, through its store
         if len(node.outputs) == 1:
             if not kids.get(node.outputs[0]):
                 out.append(
@@ -140,15 +142,28 @@ def _dead_ends(t: Topology) -> list[str]:
 
 
 def _tables(t: Topology) -> list[str]:
-    """An aggregation's changes (``Update`` objects) go to ``to_stream`` steps only, and
-    those read nothing else."""
+    """A table's changes (``Update`` objects) go to ``to_stream`` steps only, and those read
+    nothing else; a table topic's records (tombstones among them) go to its table step."""
     out = []
+    tables = (StepKind.AGGREGATE, StepKind.TABLE)
+
+    def is_table(name: str) -> bool:
+        node = t.nodes.get(name)
+        return isinstance(node, StepNode) and node.kind is StepKind.TABLE
+
+    for src in t.sources:
+        readers = [k for kids in t.children(src.name).values() for k in kids]
+        if src.table and not all(is_table(k) for k in readers):
+            out.append(f"table topic source {src.name!r} is read by its table step only")
     for node in t.steps:
         if node.kind is StepKind.TO_STREAM:
             parent = t.nodes.get(node.parents[0].node) if node.parents else None
-            if not (isinstance(parent, StepNode) and parent.kind is StepKind.AGGREGATE):
+            if not (isinstance(parent, StepNode) and parent.kind in tables):
                 out.append(f"to_stream step {node.name!r} must read an aggregation's table")
-        if node.kind is StepKind.AGGREGATE:
+        lookup = node.lookup
+        if node.kind is StepKind.JOIN and lookup is not None and lookup.store not in t.stores:
+            out.append(f"join {node.name!r} reads table {lookup.store!r}, not here")
+        if node.kind in tables:
             for kid in t.children(node.name).get(node.outputs[0], []):
                 child = t.nodes.get(kid)
                 if not (isinstance(child, StepNode) and child.kind is StepKind.TO_STREAM):

@@ -1,0 +1,144 @@
+"""Table topics and joins in the TestDriver (the runtime's chain on in-memory clients)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from streams.envelope import Envelope
+from streams.schemas import default_catalog
+from streams.testing import TestDriver
+from streams.topology import (
+    TopologyBuilder,
+    TopologyError,
+    TopologyValidationError,
+    owned,
+    tumbling,
+)
+from streams.topology.describe import describe_text
+from streams.topology.loader import load_topology
+
+T, V = "order.placed", 2
+
+
+def order(n: int, customer: str) -> Envelope:
+    data = {"order_id": f"o{n}", "customer_id": customer, "items": [], "total_cents": n}
+    return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key=customer)
+
+
+def profile(customer: str, tier: str, limit: int = 100) -> Envelope:
+    data = {"customer_id": customer, "name": customer.upper(), "tier": tier, "limit_cents": limit}
+    return Envelope.new("customer.profile", data, key=customer)
+
+
+def tiers(driver: TestDriver, topic: str) -> list[tuple[str, str]]:
+    return [(e.data["order_id"], e.data["tier"]) for e in driver.read(topic)]
+
+
+def test_each_order_sees_its_customers_latest_profile_and_a_tombstone_deletes_it() -> None:
+    topology = load_topology("topology/profiles.py", app_id="p", params={"backend": "memory"})
+    with TestDriver(topology) as driver:
+        driver.pipe("orders", order(1, "a"))
+        driver.pipe("customers", profile("a", "gold"))
+        driver.pipe("customers", profile("b", "bronze"))
+        driver.pipe("orders", order(2, "a"))
+        driver.pipe("customers", profile("a", "silver", 500))
+        driver.pipe("orders", order(3, "a"))
+        assert driver.table("profiles")["a"]["limit_cents"] == 500
+        driver.pipe_raw("customers", None, key=b"a")  # the customer was deleted
+        driver.pipe("orders", order(4, "a"))
+        driver.pipe("orders", order(5, "b"))
+        assert tiers(driver, "p-enriched") == [
+            ("o1", "unknown"),
+            ("o2", "gold"),
+            ("o3", "silver"),
+            ("o4", "unknown"),
+            ("o5", "bronze"),
+        ]
+        assert set(driver.table("profiles")) == {"b"}
+        assert driver.dead_letters == []  # a tombstone is no failure
+
+
+def joined(inner: bool) -> TopologyBuilder:
+    b = TopologyBuilder("app")
+    orders = b.source("orders", type=T, version=V)
+    profiles = b.table("customers", type="customer.profile", version=1, name="profiles")
+
+    def tag(env: Envelope, value: Any) -> Envelope:
+        data = {**env.data, "tier": value["tier"] if value else "none", "limit_cents": 0}
+        return env.follow("order.enriched", data, version=1)
+
+    (orders.join if inner else orders.left_join)(profiles, tag).to(
+        owned("out"), type="order.enriched", version=1
+    )
+    return b
+
+
+def test_an_inner_join_passes_only_records_whose_key_has_a_value() -> None:
+    with TestDriver(joined(inner=True).build(default_catalog())) as driver:
+        driver.pipe("customers", profile("a", "gold"))
+        driver.pipe("orders", order(1, "a"))
+        driver.pipe("orders", order(2, "z"))
+        assert tiers(driver, "app-out") == [("o1", "gold")]
+
+
+def test_a_stream_joins_an_aggregations_table_too() -> None:
+    b = TopologyBuilder("app")
+    orders = b.source("orders", type=T, version=V)
+    counts = orders.group_by_key().count(name="orders-so-far")
+    counts.to_stream(lambda u: None).to(owned("unused"), type=T, version=V)
+    payments = b.source("payments", type=T, version=V)
+
+    def with_count(env: Envelope, n: int | None) -> Envelope:
+        data = {**env.data, "tier": f"{n or 0} orders", "limit_cents": 0}
+        return env.follow("order.enriched", data, version=1)
+
+    payments.left_join(counts, with_count).to(owned("out"), type="order.enriched", version=1)
+    with TestDriver(b.build(default_catalog())) as driver:
+        for n in range(3):
+            driver.pipe("orders", order(n, "a"))
+        driver.pipe("payments", order(10, "a"))
+        driver.pipe("payments", order(11, "b"))
+        assert tiers(driver, "app-out") == [("o10", "3 orders"), ("o11", "0 orders")]
+
+
+def test_a_join_that_fails_follows_its_error_policy() -> None:
+    b = TopologyBuilder("app")
+    profiles = b.table("customers", type="customer.profile", version=1, name="profiles")
+    b.source("orders", type=T, version=V).left_join(
+        profiles, lambda env, value: "not an envelope", on_error="dlq"
+    ).to(owned("out"), type=T, version=V)
+    with TestDriver(b.build(default_catalog())) as driver:
+        driver.pipe("orders", order(1, "a"))
+        [dead] = driver.dead_letters
+        assert dead.info and "must return an Envelope" in dead.info.message
+
+
+def test_a_join_of_topics_with_different_partition_counts_is_refused() -> None:
+    topology = joined(inner=False).build(default_catalog())
+    with pytest.raises(TopologyError, match=r"'orders' has 2 partition.*'customers' 3"):
+        TestDriver(topology, partitions={"orders": 2, "customers": 3})
+
+
+def test_a_rekeyed_stream_reaches_the_join_through_a_repartition_topic() -> None:
+    b = TopologyBuilder("app")
+    profiles = b.table("customers", type="customer.profile", version=1, name="profiles")
+    orders = b.source("orders", type=T, version=V).rekey(lambda e: e.data["customer_id"])
+    orders.left_join(profiles, lambda env, value: env, name="j").to(owned("out"), type=T, version=V)
+    topology = b.build(default_catalog())
+    assert "app-j-repartition" in topology.topics_read
+    text = describe_text(topology)
+    assert "Processor: profiles (table" in text and "Processor: j (join" in text
+
+
+def test_bad_table_declarations_are_refused_with_the_reason() -> None:
+    b = TopologyBuilder("app")
+    windowed = b.source("orders", type=T, version=V).window(tumbling(60)).count()
+    with pytest.raises(TopologyError, match="has windows"):
+        b.source("more", type=T, version=V).join(windowed, lambda e, v: e)
+    b = TopologyBuilder("app")
+    b.table("customers", type="customer.profile", version=1, name="profiles")
+    b.add_sink("copy", owned("copy"), ["source-customers"], type="customer.profile", version=1)
+    with pytest.raises(TopologyValidationError, match="is read by its table step only"):
+        b.build(default_catalog())
