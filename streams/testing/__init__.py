@@ -44,6 +44,7 @@ from streams.testing.topology_process import TopologyProcess, TopologyProcessErr
 from streams.testing.wait import (
     TopicReader,
     WaitTimeoutError,
+    caught_up,
     describe_record,
     wait_for,
     wait_for_records,
@@ -75,6 +76,7 @@ __all__ = [
     "TopologyProcessError",
     "WaitTimeoutError",
     "WindowOracle",
+    "caught_up",
     "default_image",
     "describe_record",
     "docker_unavailable_reason",

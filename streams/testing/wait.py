@@ -1,6 +1,7 @@
 """Wait for something real to happen, with a deadline: never a bare sleep.
 
-``wait_until`` polls any condition. ``TopicReader`` reads a topic from the beginning of
+``wait_until`` polls any condition; ``caught_up`` is one: a consumer group (an app) has
+committed every record of a topic. ``TopicReader`` reads a topic from the beginning of
 every partition (no consumer group, nothing committed) and ``wait_for_records`` /
 ``wait_for`` block until the topic holds what a test expects. On timeout they raise
 ``WaitTimeoutError`` (an ``AssertionError``, so pytest reports a failed expectation) whose
@@ -14,7 +15,14 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 
 from streams.errors import StreamsError
 
@@ -26,6 +34,25 @@ _SHOWN = 5  # records quoted in a timeout message
 
 class WaitTimeoutError(StreamsError, AssertionError):
     """A condition a test waited for did not hold in time; the message says what was seen."""
+
+
+def caught_up(bootstrap: str, group: str, topic: str) -> bool:
+    """Whether ``group`` (an app id) has committed the end of every partition of
+    ``topic``: everything written there so far is processed. False while the broker does
+    not answer. ``wait_until(lambda: caught_up(...))`` waits for it."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return False
+        tps = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
+        committed = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=10)}
+        ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in tps}
+    except KafkaException:
+        return False
+    finally:
+        consumer.close()
+    return all(max(committed[p], 0) == end for p, end in ends.items())
 
 
 def wait_until(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaException, Message
 from confluent_kafka.admin import AdminClient
 
 from streams.admin import create_topic
@@ -24,6 +24,7 @@ from streams.testing import (
     TopicFactory,
     TopicReader,
     TopologyProcess,
+    caught_up,
     produce_envelopes,
     wait_until,
 )
@@ -37,23 +38,6 @@ FAST_REBALANCE = ["-Xconsumer.session.timeout.ms=6000", "-Xconsumer.heartbeat.in
 def order(n: int) -> Envelope:
     data = {"order_id": f"o-{n}", "customer_id": f"c-{n}", "items": [], "total_cents": n}
     return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=f"c-{n}")
-
-
-def caught_up(bootstrap: str, group: str, topic: str) -> bool:
-    """Every partition's committed offset is at its end: everything produced is processed."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-        committed = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=10)}
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in range(PARTITIONS)
-        }
-    except KafkaException:
-        return False
-    finally:
-        consumer.close()
-    return all(max(committed[p], 0) == ends[p] for p in range(PARTITIONS))
 
 
 def members(admin: AdminClient, group: str) -> int:

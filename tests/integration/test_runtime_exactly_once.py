@@ -16,12 +16,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import Message
 
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.schemas import default_catalog
-from streams.testing import TopicFactory, TopicReader, produce_envelopes, wait_until
+from streams.testing import TopicFactory, TopicReader, caught_up, produce_envelopes, wait_until
 from streams.testing.topics import unique_topic_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,22 +50,6 @@ def at_least(n: int) -> Callable[[Sequence[Message]], bool]:
 
 def started(log: Path) -> bool:
     return '"event": "started"' in log.read_text()
-
-
-def caught_up(bootstrap: str, group: str, topic: str) -> bool:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-        committed = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=10)}
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in range(PARTITIONS)
-        }
-    except KafkaException:
-        return False
-    finally:
-        consumer.close()
-    return all(committed[p] == ends[p] for p in range(PARTITIONS))
 
 
 def start_mirror(

@@ -1,0 +1,95 @@
+"""A stream-table join on the real broker: ``topology/profiles.py``.
+
+Customer profiles go to a compacted topic; once the app has read them, orders come in and
+each leaves with its customer's tier. Profiles change (and one is deleted with a
+tombstone); the orders after that see the new values. A join of topics that are not
+co-partitioned is refused before the first poll, in one line.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+from streams.admin import create_topic
+from streams.envelope import Envelope
+from streams.testing import (
+    KafkaIO,
+    TopicFactory,
+    TopologyProcess,
+    caught_up,
+    produce_records,
+    wait_until,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILES = ROOT / "topology" / "profiles.py"
+PARTITIONS = 3
+CUSTOMERS = [f"c-{n}" for n in range(12)]
+
+
+def order(n: int, customer: str) -> Envelope:
+    data = {"order_id": f"o-{n}", "customer_id": customer, "items": [], "total_cents": n}
+    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=customer)
+
+
+def profile(customer: str, tier: str) -> Envelope:
+    data = {"customer_id": customer, "name": customer.upper(), "tier": tier, "limit_cents": 1}
+    return Envelope.new("customer.profile", data, key=customer)
+
+
+def tiers(envs: Sequence[Envelope]) -> dict[str, str]:
+    return {e.data["order_id"]: e.data["tier"] for e in envs}
+
+
+def test_each_order_leaves_with_its_customers_latest_profile(
+    kafka_bootstrap: str, kafka_admin: AdminClient, kafka_io: KafkaIO, app_id: str
+) -> None:
+    orders, customers = f"{app_id}-in-orders", f"{app_id}-in-customers"
+    create_topic(kafka_admin, orders, partitions=PARTITIONS)
+    create_topic(
+        kafka_admin, customers, partitions=PARTITIONS, config={"cleanup.policy": "compact"}
+    )
+    settings = {"input": orders, "customers": customers}
+    with TopologyProcess(PROFILES, kafka_bootstrap, app_id=app_id, settings=settings):
+        kafka_io.produce(customers, [profile(c, "gold") for c in CUSTOMERS])
+        wait_until(lambda: caught_up(kafka_bootstrap, app_id, customers), 60, what="profiles")
+        first = kafka_io.produce(orders, [order(n, c) for n, c in enumerate(CUSTOMERS)])
+        out = kafka_io.wait_for_envelopes(f"{app_id}-enriched", len(first))
+        assert set(tiers(out).values()) == {"gold"}
+
+        kafka_io.produce(customers, [profile(c, "silver") for c in CUSTOMERS[:6]])
+        produce_records(kafka_bootstrap, customers, [(b"c-11", None, None)])  # deleted
+        wait_until(lambda: caught_up(kafka_bootstrap, app_id, customers), 60, what="changes")
+        later = [order(100 + n, c) for n, c in enumerate(CUSTOMERS)]
+        kafka_io.produce(orders, later)
+        out = kafka_io.wait_for_envelopes(f"{app_id}-enriched", len(first) + len(later))
+    seen = tiers(out)
+    assert [seen[f"o-{100 + n}"] for n in range(12)] == ["silver"] * 6 + ["gold"] * 5 + ["unknown"]
+    by_id = {o.id: o for o in later}  # each output follows its order
+    assert sorted(e.causation_id or "" for e in out if e.causation_id in by_id) == sorted(by_id)
+
+
+def test_a_join_of_topics_that_are_not_co_partitioned_is_refused_in_one_line(
+    kafka_bootstrap: str, make_topic: TopicFactory
+) -> None:
+    orders = make_topic("orders", partitions=3)
+    customers = make_topic("customers", partitions=2)
+    cmd = [sys.executable, "-m", "streams", "run", str(PROFILES), "--bootstrap", kafka_bootstrap]
+    cmd += ["--set", f"input={orders}", "--set", f"customers={customers}", "--no-status"]
+    result = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "not co-partitioned" in errors[0], result.stderr
+    assert f"{orders!r} has 3 partition(s), table topic {customers!r} 2" in errors[0]
+    assert "Traceback" not in result.stderr
