@@ -30,6 +30,7 @@ from streams.demo.round_trip import step_round_trip
 from streams.demo.schemas import step_schemas
 from streams.demo.shell import step_shell
 from streams.demo.state import step_state
+from streams.demo.tables import step_tables
 from streams.demo.testing import step_testing
 from streams.demo.topology import step_topology
 from streams.demo.windows import step_windows
@@ -46,6 +47,7 @@ STEPS: list[Callable[[DemoContext], None]] = [
     step_failures,
     step_state,
     step_windows,
+    step_tables,
     step_replay,
     step_testing,
 ]
