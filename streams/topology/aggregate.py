@@ -433,12 +433,21 @@ def _sessions(agg: _Aggregation, sessions: Sessions) -> Run:
     return session_step
 
 
-def build_table(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    """Materialise a table topic: each key's latest value, a tombstone deletes it."""
+def _lookup(plan: Plan, node: StepNode) -> tuple[Lookup, Any]:
+    """The table a table or join step writes or reads, and its store."""
     spec = node.lookup
     store = plan.stores.get(spec.store) if spec is not None else None
     if spec is None or store is None:
-        raise TopologyError(f"table {node.name!r} has no state store: run it with the runtime")
+        raise TopologyError(
+            f"{node.kind} step {node.name!r} has no table store: run the topology with the "
+            "runtime or the TestDriver, which open its store"
+        )
+    return spec, store
+
+
+def build_table(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    """Materialise a table topic: each key's latest value, a tombstone deletes it."""
+    spec, store = _lookup(plan, node)
     encode, _ = value_codec(spec.type, spec.version, plan.payloads)
     updated: Callable[[Update], None] = outs[node.outputs[0]]  # type: ignore[assignment]
     name, policy = node.name, node.on_error
@@ -466,10 +475,7 @@ def build_table(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
 
 def build_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     """Each record with the value its key has in the table now (see ``Lookup``)."""
-    spec = node.lookup
-    table = plan.stores.get(spec.store) if spec is not None else None
-    if spec is None or table is None:
-        raise TopologyError(f"join {node.name!r} has no table store: run it with the runtime")
+    spec, table = _lookup(plan, node)
     _, decode = value_codec(spec.type, spec.version, plan.payloads)
     fn, nxt, name, policy, inner = (
         node.fn,
