@@ -232,7 +232,11 @@ class _Aggregation:
         # The output carries Updates, to to_stream steps (validation sees to it).
         self.updated: Callable[[Update], None] = outs[node.outputs[0]]  # type: ignore[assignment]
         self.late = outs.get(LATE) if plan.topology.children(node.name).get(LATE) else None
-        self._opened: WeakKeyDictionary[ChangelogPartition, _Open] = WeakKeyDictionary()
+        # Shared by both compilations of the plan (a timed twin, ``step_timer``): a session
+        # a timed record opens is closed by a plain one.
+        self._opened: WeakKeyDictionary[ChangelogPartition, _Open] = plan.made(
+            node.name, WeakKeyDictionary
+        )
 
     def key_of(self, env: Envelope) -> str:
         key = env.key

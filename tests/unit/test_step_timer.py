@@ -3,13 +3,17 @@ for, without the steps it hands records to (what ``streams_step_seconds`` report
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from streams.envelope import Envelope
 from streams.schemas import default_catalog
-from streams.topology import TopologyBuilder, owned
+from streams.state import ChangelogPartition, ChangelogStore, Checkpoint, MemoryBackend, RoutedStore
+from streams.topology import TopologyBuilder, owned, session
 from streams.topology.nodes import SinkNode
 from streams.topology.plan import Plan
 from streams.topology.step_timer import StepTimer
@@ -122,3 +126,36 @@ def test_a_class_processor_is_made_and_initialised_once_for_timed_and_plain_reco
     (count, init) = made
     assert init == "init" and isinstance(count, Count) and count.seen == 3
     assert [step for step, _ in timer.take()] == ["out", "count"]
+
+
+def test_sessions_a_timed_record_opens_are_closed_by_plain_ones(tmp_path: Path) -> None:
+    """Both compilations of a plan share what an aggregation keeps beside its store."""
+    b = TopologyBuilder("app")
+    table = (
+        b.source("in", type="order.placed", version=2)
+        .window(session(10))
+        .count(emit="final", name="s")
+    )
+    table.to_stream(lambda u: u.cause).to(owned("out"), type="order.placed", version=2)
+    topology = b.build(default_catalog())
+    store = ChangelogStore(
+        "app", "s", MemoryBackend(), consumer_config={}, state_dir=tmp_path, source_topic="in"
+    )
+    storage = MemoryBackend().open(store.partition_dir(0))
+    opened = ChangelogPartition(store, 0, storage, Checkpoint("c", 0), None)
+    store.partitions[0] = opened  # type: ignore[index]  # opened as the runtime would
+    routed = RoutedStore(store, lambda: 0)
+    timer = StepTimer(Clock())
+    finals: list[Envelope] = []
+    plan = Plan(topology, lambda _s, _t, env: finals.append(env), {"s": routed}, timer=timer)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def record(n: int, second: int) -> None:
+        plan.entries["in"](dataclasses.replace(order(n), time=at + timedelta(seconds=second)))
+
+    record(1, 0)  # plain: a session opens
+    timer.arm()
+    record(2, 100)  # timed: closes the first session, opens another
+    timer.disarm()
+    record(3, 200)  # plain: closes the second
+    assert [e.data["total_cents"] for e in finals] == [2, 3]
