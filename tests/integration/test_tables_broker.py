@@ -93,3 +93,33 @@ def test_a_join_of_topics_that_are_not_co_partitioned_is_refused_in_one_line(
     assert len(errors) == 1 and "not co-partitioned" in errors[0], result.stderr
     assert f"{orders!r} has 3 partition(s), table topic {customers!r} 2" in errors[0]
     assert "Traceback" not in result.stderr
+
+
+def test_a_new_instance_restores_the_table_and_joins_as_the_last_one_did(
+    kafka_bootstrap: str, kafka_admin: AdminClient, kafka_io: KafkaIO, app_id: str, tmp_path: Path
+) -> None:
+    """The table is a store: a new machine (no local state) restores it from its changelog;
+    the profiles topic, read and committed already, is not read again."""
+    orders, customers = f"{app_id}-in-orders", f"{app_id}-in-customers"
+    create_topic(kafka_admin, orders, partitions=PARTITIONS)
+    create_topic(
+        kafka_admin, customers, partitions=PARTITIONS, config={"cleanup.policy": "compact"}
+    )
+    settings = {"input": orders, "customers": customers}
+
+    def instance(state: str) -> TopologyProcess:
+        args = ["--state-dir", str(tmp_path / state)]
+        return TopologyProcess(
+            PROFILES, kafka_bootstrap, app_id=app_id, settings=settings, args=args
+        )
+
+    with instance("first"):
+        kafka_io.produce(customers, [profile(c, "gold") for c in CUSTOMERS[:6]])
+        wait_until(lambda: caught_up(kafka_bootstrap, app_id, customers), 60, what="profiles")
+    with instance("second") as second:
+        second.wait_started(assigned=True)
+        kafka_io.produce(orders, [order(n, c) for n, c in enumerate(CUSTOMERS)])
+        out = kafka_io.wait_for_envelopes(f"{app_id}-enriched", len(CUSTOMERS))
+        restored = second.output()
+    assert [tiers(out)[f"o-{n}"] for n in range(12)] == ["gold"] * 6 + ["unknown"] * 6
+    assert "restored store partition" in restored
