@@ -73,6 +73,7 @@ class Attempt:
             clock=clock,
             timer=step_timer,
             payloads=getattr(codec, "payloads", None),  # the catalog's, for typed stores
+            codec=codec,
         )
         self._decode = Decode(codec, self.plan.sources)
 

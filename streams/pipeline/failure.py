@@ -265,5 +265,5 @@ def consumer_overrides(topology: Topology) -> dict[str, str]:
     """Consumer settings co-located partitions need: the range assignor, so partition *n*
     of an input and of its retry tiers land on the same instance (its waiting room is
     there), and so do partition *n* of a stream and of the table it joins."""
-    joins = any(step.kind is StepKind.JOIN for step in topology.steps)
+    joins = any(step.kind in (StepKind.JOIN, StepKind.WINDOW_JOIN) for step in topology.steps)
     return {"partition.assignment.strategy": "range"} if topology.retry_policies or joins else {}

@@ -167,6 +167,16 @@ def split_window_key(raw: bytes) -> tuple[str, int]:
     return raw[10 : 10 + length].decode(), start - _SHIFT
 
 
+def read_stream_time(tx: Any) -> int | None:
+    """The partition's stream time a windowed store keeps (None: no record yet)."""
+    known = tx.get(STREAM_TIME)
+    return _LONG.unpack(known)[0] if known is not None else None
+
+
+def write_stream_time(tx: Any, time_ms: int) -> None:
+    tx.set(STREAM_TIME, _LONG.pack(time_ms))
+
+
 def pack_starts(starts: list[int]) -> bytes:
     return b"".join(_LONG.pack(s) for s in starts)
 
@@ -186,21 +196,22 @@ def record_key(raw: bytes) -> str:
     return raw[2 : 2 + length].decode()
 
 
-_SESSION = struct.Struct(">qqI")  # start, end, length of the value that follows
+_TRIPLE = struct.Struct(">qqI")  # two numbers, the length of the bytes that follow
 
-Session = tuple[int, int, bytes]
-"""A session of a key as stored: first and last event time (ms), the encoded value."""
-
-
-def pack_sessions(sessions: list[Session]) -> bytes:
-    return b"".join(_SESSION.pack(s, e, len(v)) + v for s, e, v in sessions)
+Triple = tuple[int, int, bytes]
+"""What a store value lists: a session (first and last event time, its encoded value), or
+a buffered record of a windowed join (event time, offset, the envelope)."""
 
 
-def unpack_sessions(raw: bytes | None) -> list[Session]:
-    out: list[Session] = []
-    pos, size = 0, _SESSION.size
+def pack_triples(items: list[Triple]) -> bytes:
+    return b"".join(_TRIPLE.pack(a, b, len(v)) + v for a, b, v in items)
+
+
+def unpack_triples(raw: bytes | None) -> list[Triple]:
+    out: list[Triple] = []
+    pos, size = 0, _TRIPLE.size
     while raw and pos < len(raw):
-        start, end, length = _SESSION.unpack_from(raw, pos)
+        start, end, length = _TRIPLE.unpack_from(raw, pos)
         pos += size
         out.append((start, end, raw[pos : pos + length]))
         pos += length
@@ -265,15 +276,6 @@ class _Aggregation:
             return merged
         except Exception as exc:
             raise StepFailed(self.name, exc, self.policy) from exc
-
-    @staticmethod
-    def stream_time(tx: Any) -> int | None:
-        known = tx.get(STREAM_TIME)
-        return _LONG.unpack(known)[0] if known is not None else None
-
-    @staticmethod
-    def advance(tx: Any, time_ms: int) -> None:
-        tx.set(STREAM_TIME, _LONG.pack(time_ms))
 
     def too_late(self, env: Envelope, stream_time: int | None, grace_ms: int) -> None:
         """Hand ``env`` to the late stream, or fail it to the DLQ with the reason."""
@@ -351,7 +353,7 @@ def _fixed(agg: _Aggregation, windows: Windows) -> Run:
         key = key_of(env)
         time_ms = env.time_ms
         tx = store.transaction()
-        stream_time = agg.stream_time(tx)
+        stream_time = read_stream_time(tx)
         starts = of(time_ms)
         if stream_time is not None:
             starts = [s for s in starts if closes_at(s) > stream_time]
@@ -374,7 +376,7 @@ def _fixed(agg: _Aggregation, windows: Windows) -> Run:
         for update in changed:
             updated(update)
         if stream_time is None or time_ms > stream_time:
-            agg.advance(tx, time_ms)
+            write_stream_time(tx, time_ms)
             if closes_at(opened[0]) <= time_ms:
                 tx.set(OPEN_WINDOWS, pack_starts(close(opened, time_ms, tx, env)))
 
@@ -388,18 +390,18 @@ def _sessions(agg: _Aggregation, sessions: Sessions) -> Run:
     gap, closes_at, grace = sessions.gap_ms, sessions.closes_at, sessions.grace_ms
 
     def entries(skey: bytes, value: bytes) -> list[tuple[Any, ...]]:
-        return [(closes_at(end), skey, start) for start, end, _ in unpack_sessions(value)]
+        return [(closes_at(end), skey, start) for start, end, _ in unpack_triples(value)]
 
     def close(heap: list[tuple[Any, ...]], stream_time: int, tx: Any, env: Envelope) -> None:
         while heap and heap[0][0] <= stream_time:
             due, skey, start = heapq.heappop(heap)
-            kept = unpack_sessions(tx.get(skey))
+            kept = unpack_triples(tx.get(skey))
             ending = [s for s in kept if s[0] == start and closes_at(s[1]) == due]
             if not ending:
                 continue  # merged into a later session since: it has its own entry
             kept.remove(ending[0])
             if kept:
-                tx.set(skey, pack_sessions(kept))
+                tx.set(skey, pack_triples(kept))
             else:
                 tx.delete(skey)
             if final:
@@ -412,9 +414,9 @@ def _sessions(agg: _Aggregation, sessions: Sessions) -> Run:
         time_ms = env.time_ms
         heap = agg.opened(store.partition(), entries)
         tx = store.transaction()
-        stream_time = agg.stream_time(tx)
+        stream_time = read_stream_time(tx)
         skey = key_prefix(key.encode())
-        kept = unpack_sessions(tx.get(skey))
+        kept = unpack_triples(tx.get(skey))
         bridged = [s for s in kept if s[0] - gap <= time_ms <= s[1] + gap]
         start = min([time_ms, *(s[0] for s in bridged)])
         end = max([time_ms, *(s[1] for s in bridged)])
@@ -423,7 +425,7 @@ def _sessions(agg: _Aggregation, sessions: Sessions) -> Run:
             return
         value, raw = fold(agg.merge([s[2] for s in bridged]) if bridged else None, env)
         kept = sorted([s for s in kept if s not in bridged] + [(start, end, raw)])
-        tx.set(skey, pack_sessions(kept))
+        tx.set(skey, pack_triples(kept))
         heapq.heappush(heap, (closes_at(end), skey, start))
         if not final:
             for old_start, old_end, _ in bridged:
@@ -431,7 +433,7 @@ def _sessions(agg: _Aggregation, sessions: Sessions) -> Run:
                     updated(Update(key, None, Window(old_start, old_end), False, env))
             updated(Update(key, value, Window(start, end), False, env))
         if stream_time is None or time_ms > stream_time:
-            agg.advance(tx, time_ms)
+            write_stream_time(tx, time_ms)
             close(heap, time_ms, tx, env)
 
     return session_step
@@ -539,7 +541,7 @@ def read_table(
             continue
         elif isinstance(windows, Sessions):
             key = record_key(raw_key)
-            for start, end, raw in unpack_sessions(entry.value):
+            for start, end, raw in unpack_triples(entry.value):
                 out[key, Window(start, end)] = decode(raw)
         else:
             key, start = split_window_key(raw_key)

@@ -41,6 +41,7 @@ from streams.topology.nodes import (
     SourceNode,
     StepKind,
     StepNode,
+    rekeyed,
 )
 from streams.topology.policy import ErrorAction, ErrorPolicy, RetryArg, as_policy, as_retry
 from streams.topology.stores import DedupSpec, StoreSpec
@@ -213,7 +214,7 @@ class TopologyBuilder:
                 node.kind in (StepKind.DEDUP, StepKind.AGGREGATE, StepKind.JOIN)
                 or (node.kind is StepKind.PROCESS and self._stores)
             )
-            and any(self._rekeyed(edge.node, set()) for edge in node.parents)
+            and any(rekeyed(self._nodes, edge.node) for edge in node.parents)
         ]
         for node in keyed:
             if not self.repartition:
@@ -229,16 +230,6 @@ class TopologyBuilder:
             source = self._unique(f"{node.name}-repartition-source")
             self._add(SourceNode(source, topic, ANY_TYPE, 0))
             self._nodes[node.name] = replace(node, parents=(Edge(source),))
-
-    def _rekeyed(self, name: str, seen: set[str]) -> bool:
-        """Whether a record reaching ``name`` may have been rekeyed since its source."""
-        node = self._nodes.get(name)
-        if node is None or name in seen or isinstance(node, SourceNode):
-            return False  # an unknown node or a cycle is reported by validation
-        seen.add(name)
-        if isinstance(node, StepNode) and node.kind is StepKind.REKEY:
-            return True
-        return any(self._rekeyed(edge.node, seen) for edge in node.parents)
 
     def _add(self, node: Node) -> None:
         if node.name in self._nodes:
@@ -447,6 +438,34 @@ class Stream:
         ``table``."""
         edge = tables.join(
             self._builder, self._edge, table, fn, inner=False, name=name, on_error=on_error
+        )
+        return Stream(self._builder, edge)
+
+    def join_within(
+        self,
+        other: Stream,
+        fn: Callable[[Envelope, Envelope], Envelope | None],
+        *,
+        within: float,
+        grace: float = 0,
+        name: str | None = None,
+        backend: str = "rocksdb",
+        on_error: PolicyArg = None,
+    ) -> Stream:
+        """``fn(left, right)`` for each pair of a record of this stream and one of ``other``
+        with the same key, at most ``within`` seconds apart in event time, once, when the
+        second arrives (an inner join); records up to ``grace`` seconds out of order still
+        pair. Both sides wait in the step's store (see ``streams.topology.window_join``)."""
+        edge = tables.join_within(
+            self._builder,
+            self._edge,
+            other._edge,
+            fn,
+            within=within,
+            grace=grace,
+            name=name,
+            backend=backend,
+            on_error=on_error,
         )
         return Stream(self._builder, edge)
 

@@ -28,6 +28,8 @@ def _what(t: Topology, node: Node) -> str:
         detail += f", ttl {node.dedup.ttl:g} s, store {node.dedup.store}"
     if node.aggregate is not None:
         detail += f": {node.aggregate.describe()}, store {node.aggregate.store}"
+    if node.window_join is not None:
+        detail += f": {node.window_join.describe()}, store {node.window_join.store}"
     if node.on_error is not None:
         detail += f", on_error: {getattr(node.on_error, '__name__', node.on_error)}"
     if node.retry is not None:

@@ -5,7 +5,7 @@ Nodes are plain data. Functions are kept as given; nothing here runs them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,7 @@ from streams.topology.policy import ErrorPolicy
 if TYPE_CHECKING:
     from streams.topology.aggregate import AggregateSpec, Lookup
     from streams.topology.stores import DedupSpec
+    from streams.topology.window_join import WindowJoinSpec
 
 DEFAULT_OUTPUT = "out"
 ANY_TYPE = "*"
@@ -37,6 +38,7 @@ class StepKind(StrEnum):
     TO_STREAM = "to_stream"
     TABLE = "table"
     JOIN = "join"
+    WINDOW_JOIN = "window_join"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +95,9 @@ class StepNode:
     - table: materialises a table topic's records in ``lookup.store`` (latest value of each
       key; tombstones delete); its output carries ``Update`` objects, like an aggregation's;
     - join: ``(Envelope, value) -> Envelope | None`` with the value of the record's key in
-      the table ``lookup`` names (``lookup.inner``: records without one are dropped).
+      the table ``lookup`` names (``lookup.inner``: records without one are dropped);
+    - window_join: ``(left, right) -> Envelope | None`` for each pair of records of its two
+      parents (left, right) with one key, ``window_join.within_ms`` apart at most.
     """
 
     name: str
@@ -108,6 +112,7 @@ class StepNode:
     dedup: DedupSpec | None = None  # the window and store of a dedup step
     aggregate: AggregateSpec | None = None  # what an aggregation step folds, and how
     lookup: Lookup | None = None  # the table a table or join step writes or reads
+    window_join: WindowJoinSpec | None = None  # a windowed join's window and store
 
     def describe_fn(self) -> str:
         target = self.fn
@@ -132,3 +137,16 @@ class SinkNode:
 
 
 Node = SourceNode | StepNode | SinkNode
+
+
+def rekeyed(nodes: Mapping[str, Node], name: str, seen: set[str] | None = None) -> bool:
+    """Whether a record reaching node ``name`` may have been rekeyed since its source
+    (unknown nodes and cycles are validation's to report)."""
+    seen = set() if seen is None else seen
+    node = nodes.get(name)
+    if node is None or name in seen or isinstance(node, SourceNode):
+        return False
+    seen.add(name)
+    if isinstance(node, StepNode) and node.kind is StepKind.REKEY:
+        return True
+    return any(rekeyed(nodes, edge.node, seen) for edge in node.parents)

@@ -39,8 +39,10 @@ from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, Ste
 from streams.topology.policy import StepFailed
 from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
+from streams.topology.window_join import build_window_join
 
 if TYPE_CHECKING:
+    from streams.codec import Codec
     from streams.codec.payload import Payloads
 
 Emit = Callable[[SinkNode, str, Envelope], None]
@@ -69,8 +71,11 @@ class Plan:
         clock: Callable[[], float] = time.time,
         timer: StepTimer | None = None,
         payloads: Payloads | None = None,
+        codec: Codec | None = None,
     ) -> None:
         self.topology = topology
+        self.codec = codec
+        """The executor's codec: a windowed join keeps envelopes as it writes them."""
         self.payloads = payloads
         """The catalog's payload codec, for stores of catalog-typed values (None: the
         default catalog's)."""
@@ -349,4 +354,5 @@ _STEP_BUILDERS: dict[StepKind, Callable[[Plan, StepNode, dict[str, Run]], Run]] 
     StepKind.TO_STREAM: build_to_stream,
     StepKind.TABLE: build_table,
     StepKind.JOIN: build_join,
+    StepKind.WINDOW_JOIN: build_window_join,
 }

@@ -28,6 +28,7 @@ from streams.topology.names import Owned, TopicRef
 from streams.topology.nodes import DEFAULT_OUTPUT, Edge, SourceNode, StepKind, StepNode
 from streams.topology.policy import as_policy
 from streams.topology.stores import StoreSpec, store_source, upstream_sources
+from streams.topology.window_join import WindowJoinSpec
 from streams.topology.windows import AnyWindows, Sessions, Update
 
 if TYPE_CHECKING:
@@ -259,6 +260,8 @@ def copartition_problems(topology: Topology, partitions: Mapping[str, int]) -> l
     which no count shows), so that partition *n* of both holds the same keys."""
     problems = []
     for step in topology.steps:
+        if step.kind is StepKind.WINDOW_JOIN:
+            problems += _window_join_problems(topology, step, partitions)
         if step.kind is not StepKind.JOIN or step.lookup is None:
             continue
         spec = topology.stores.get(step.lookup.store)
@@ -275,3 +278,68 @@ def copartition_problems(topology: Topology, partitions: Mapping[str, int]) -> l
                     "partition count (and key both by the table's key)"
                 )
     return problems
+
+
+def join_within(
+    builder: TopologyBuilder,
+    left: Edge,
+    right: Edge,
+    fn: Callable[[Envelope, Envelope], Envelope | None],
+    *,
+    within: float,
+    grace: float,
+    name: str | None,
+    backend: str,
+    on_error: PolicyArg,
+) -> Edge:
+    """A windowed join step of ``left``'s and ``right``'s records, with its store."""
+    within_ms, grace_ms = round(within * 1000), round(grace * 1000)
+    if within_ms <= 0 or grace_ms < 0:
+        raise TopologyError(
+            f"a windowed join needs within > 0 and grace >= 0, got {within}, {grace}"
+        )
+    if not callable(fn):
+        raise TopologyError(f"a join needs a function of (left, right), got {fn!r}")
+    node_name = builder._unique(name or "join")
+    source = _source_topic(builder, left)
+    builder._add_store(StoreSpec(node_name, backend, source=source, owner=node_name))
+    spec = WindowJoinSpec(node_name, within_ms, grace_ms)
+    builder._add(
+        StepNode(
+            node_name,
+            StepKind.WINDOW_JOIN,
+            (left, right),
+            fn=fn,
+            on_error=as_policy(on_error),
+            window_join=spec,
+        )
+    )
+    return Edge(node_name)
+
+
+def _source_topic(builder: TopologyBuilder, edge: Edge) -> TopicRef | None:
+    """The first source topic upstream of ``edge`` (the store is partitioned like it)."""
+    stack, seen = [edge.node], set()
+    while stack:
+        node = builder._nodes.get(stack.pop())
+        if node is None or node.name in seen:
+            continue
+        seen.add(node.name)
+        if isinstance(node, SourceNode):
+            return node.topic
+        stack.extend(e.node for e in node.parents)
+    return None
+
+
+def _window_join_problems(
+    topology: Topology, step: StepNode, partitions: Mapping[str, int]
+) -> list[str]:
+    left, right = (upstream_sources(topology, e.node) for e in step.parents)
+    counts = {partitions.get(t) for t in [*left, *right]} - {None}
+    if len(counts) <= 1:
+        return []
+    shown = ", ".join(f"{t!r} {partitions.get(t)}" for t in [*left, *right])
+    return [
+        f"join {step.name!r} is not co-partitioned: its topics have {shown} partition(s); "
+        "give them the same partition count (and key both alike)"
+    ]

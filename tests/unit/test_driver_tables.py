@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import random
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -20,6 +23,7 @@ from streams.topology.describe import describe_text
 from streams.topology.loader import load_topology
 
 T, V = "order.placed", 2
+START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def order(n: int, customer: str) -> Envelope:
@@ -141,4 +145,81 @@ def test_bad_table_declarations_are_refused_with_the_reason() -> None:
     b.table("customers", type="customer.profile", version=1, name="profiles")
     b.add_sink("copy", owned("copy"), ["source-customers"], type="customer.profile", version=1)
     with pytest.raises(TopologyValidationError, match="is read by its table step only"):
+        b.build(default_catalog())
+
+
+def pairs_topology(within: float = 10, grace: float = 0) -> TopologyBuilder:
+    b = TopologyBuilder("app")
+    orders = b.source("orders", type=T, version=V)
+    payments = b.source("payments", type=T, version=V)
+
+    def paired(order: Envelope, payment: Envelope) -> Envelope:
+        key = f"{order.data['order_id']}|{payment.data['order_id']}"
+        return order.follow(T, order.data, version=V, key=key)
+
+    orders.join_within(payments, paired, within=within, grace=grace, name="pairs").to(
+        owned("out"), type=T, version=V
+    )
+    return b
+
+
+def at(env: Envelope, second: float) -> Envelope:
+    return dataclasses.replace(env, time=START + timedelta(seconds=second))
+
+
+def test_a_windowed_join_pairs_records_of_one_key_within_the_window_once() -> None:
+    rng = random.Random(3)
+    sent: list[tuple[str, str, str, float]] = []  # topic, id, key, second
+    now = 0.0
+    for n in range(200):
+        now += rng.uniform(0, 3)
+        sent.append((rng.choice(["orders", "payments"]), f"{n}", rng.choice("ab"), now))
+    with TestDriver(pairs_topology(within=10).build(default_catalog())) as driver:
+        for topic, n, key, second in sent:
+            env = at(order(0, key), second)
+            driver.pipe(topic, dataclasses.replace(env, data={**env.data, "order_id": n}))
+        got = sorted((r.key or b"").decode() for r in driver.records("app-out"))
+    want = sorted(
+        f"{o[1]}|{p[1]}"
+        for o in sent
+        if o[0] == "orders"
+        for p in sent
+        if p[0] == "payments" and p[2] == o[2] and abs(p[3] - o[3]) <= 10
+    )
+    assert got == want and len(want) > 50
+
+
+def test_a_record_too_late_to_meet_anything_is_dead_lettered_and_the_store_forgets() -> None:
+    with TestDriver(pairs_topology(within=10, grace=5).build(default_catalog())) as driver:
+        driver.pipe("orders", at(order(1, "a"), 0))
+        driver.pipe("payments", at(order(2, "a"), 12))  # 12 s apart: no pair
+        driver.pipe("payments", at(order(3, "a"), 8))  # out of order, in the window
+        assert [(r.key or b"").decode() for r in driver.records("app-out")] == ["o1|o3"]
+        driver.pipe("orders", at(order(4, "b"), 100))  # stream time moves far on
+        driver.pipe("orders", at(order(5, "a"), 70))  # 70 + 10 + 5 <= 100: late
+        [dead] = driver.dead_letters
+        assert dead.info and dead.info.exception.endswith("LateRecordError")
+        state = driver._runtime.state  # what the store holds: only what can still pair
+        assert state is not None
+        kept = [k for k, _ in state.stores["pairs"].partitions[0].items() if k[:1] in (b"l", b"r")]
+        assert kept == [b"l\x00\x01b"]
+
+
+def test_windowed_joins_need_two_co_partitioned_streams_of_other_topics() -> None:
+    topology = pairs_topology().build(default_catalog())
+    with pytest.raises(TopologyError, match="not co-partitioned"):
+        TestDriver(topology, partitions={"orders": 2, "payments": 3})
+    b = TopologyBuilder("app")
+    orders = b.source("orders", type=T, version=V)
+    orders.join_within(orders.filter(bool), lambda a, _b: a, within=5).to(
+        owned("out"), type=T, version=V
+    )
+    with pytest.raises(TopologyError, match="on both sides"):
+        TestDriver(b.build(default_catalog()))
+    b = TopologyBuilder("app")
+    left = b.source("orders", type=T, version=V).rekey(lambda e: "x")
+    left.join_within(b.source("payments", type=T, version=V), lambda a, _b: a, within=5).to(
+        owned("out"), type=T, version=V
+    )
+    with pytest.raises(TopologyValidationError, match="reads a rekeyed stream"):
         b.build(default_catalog())

@@ -1,0 +1,164 @@
+"""Stream-stream joins within a time window: both sides buffered in the step's store.
+
+``left.join_within(right, fn, within=300)`` pairs each record with every record of the
+other stream that has the same key and an event time at most ``within`` seconds away, and
+hands on ``fn(left, right)`` for each pair, once, when the second of the two arrives (an
+inner join, as Kafka Streams' ``join`` with ``JoinWindows``). The two streams must be
+co-partitioned (their topics: as many partitions, keyed alike), as for a stream-table join.
+
+Each side's records are kept until stream time (the partition's largest event time, kept
+in the store) passes their time plus ``within`` plus ``grace``; a record arriving after
+that for every record it could meet is late: to the dead-letter topic with a
+``LateRecordError`` (never dropped in silence).
+
+Store layout: side (``l``/``r``) + 2-byte length + key -> the side's buffered records of
+that key (event time, offset, the envelope as the codec writes it); ``b""`` -> stream
+time; ``b"o"`` -> the expiry buckets in use; ``x`` + bucket end + side key -> nothing,
+so a bucket's keys are one range scan when it expires (nothing per key in memory).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from streams.envelope import Envelope
+from streams.topology.aggregate import (
+    OPEN_WINDOWS,
+    Triple,
+    pack_starts,
+    pack_triples,
+    read_stream_time,
+    unpack_starts,
+    unpack_triples,
+    window_start,
+    write_stream_time,
+)
+from streams.topology.errors import TopologyError
+from streams.topology.policy import StepFailed, dead_letter
+from streams.topology.stores import upstream_sources
+from streams.topology.windows import LateRecordError, MissingKeyError
+
+if TYPE_CHECKING:
+    from streams.topology.nodes import StepNode
+    from streams.topology.plan import Plan, Run
+
+_LENGTH = struct.Struct(">H")
+_SIDES = (b"l", b"r")
+_BUCKETS = b"x"
+
+
+@dataclass(frozen=True, slots=True)
+class WindowJoinSpec:
+    """A windowed join: its store, how far apart two records may be (``within_ms``), and
+    how long after that a record may still arrive out of order (``grace_ms``)."""
+
+    store: str
+    within_ms: int
+    grace_ms: int
+
+    @property
+    def keep_ms(self) -> int:
+        """How long after its event time (in stream time) a record is kept."""
+        return self.within_ms + self.grace_ms
+
+    def describe(self) -> str:
+        return f"within {self.within_ms / 1000:g} s, grace {self.grace_ms / 1000:g} s"
+
+
+def sides(plan: Plan, node: StepNode) -> tuple[set[str], set[str]]:
+    """The source topics of the left and of the right stream of a windowed join."""
+    left, right = (set(upstream_sources(plan.topology, e.node)) for e in node.parents)
+    if left & right:
+        raise TopologyError(
+            f"join {node.name!r} reads {sorted(left & right)} on both sides: a windowed join "
+            "needs two streams of different topics"
+        )
+    return left, right
+
+
+def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    spec = node.window_join
+    store = plan.stores.get(spec.store) if spec is not None else None
+    codec = plan.codec
+    if spec is None or store is None or codec is None:
+        raise TopologyError(
+            f"join {node.name!r} has no state store: run the topology with the runtime or "
+            "the TestDriver, which open its store"
+        )
+    left, _right = sides(plan, node)
+    within, keep, bucket_ms = spec.within_ms, spec.keep_ms, max(spec.keep_ms, 1000)
+    fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
+    current = plan.current
+
+    def side_key(side: int, key: bytes) -> bytes:
+        return _SIDES[side] + _LENGTH.pack(len(key)) + key
+
+    def live(items: list[Triple], stream_time: int) -> list[Triple]:
+        return [item for item in items if item[0] + keep > stream_time]
+
+    def expire(tx: Any, stream_time: int) -> None:
+        """Drop what no record can meet any more, a bucket of keys at a time."""
+        buckets = unpack_starts(tx.get(OPEN_WINDOWS))
+        due = [b for b in buckets if b <= stream_time]
+        if not due:
+            return
+        part = store.partition()
+        for end in due:
+            low = _BUCKETS + window_start(end)
+            for index, _ in part.range(low, _BUCKETS + window_start(end + 1)):
+                tx.delete(index)
+                skey = index[len(low) :]
+                kept = live(unpack_triples(tx.get(skey)), stream_time)
+                if kept:
+                    tx.set(skey, pack_triples(kept))
+                else:
+                    tx.delete(skey)
+        tx.set(OPEN_WINDOWS, pack_starts([b for b in buckets if b > stream_time]))
+
+    def join_step(env: Envelope) -> None:
+        record = current.record
+        side = 0 if record.source_topic in left else 1
+        if env.key is None:
+            err = MissingKeyError(f"join {name!r} pairs records by key: the record has none")
+            raise StepFailed(name, err, dead_letter)
+        raw_key, time_ms = env.key.encode(), env.time_ms
+        tx = store.transaction()
+        stream_time = read_stream_time(tx)
+        if stream_time is not None and time_ms + keep <= stream_time:
+            late = LateRecordError(
+                f"join {name!r}: every record it could meet is gone (event time "
+                f"{env.time.isoformat()}, within {within / 1000:g} s, grace "
+                f"{spec.grace_ms / 1000:g} s)"
+            )
+            raise StepFailed(name, late, dead_letter)
+        mine, theirs = side_key(side, raw_key), side_key(1 - side, raw_key)
+        others = unpack_triples(tx.get(theirs))
+        buffered = unpack_triples(tx.get(mine))
+        value, _headers = codec.encode(env)
+        buffered.append((time_ms, record.offset, value))
+        tx.set(mine, pack_triples(buffered))
+        bucket = (time_ms + keep) // bucket_ms * bucket_ms + bucket_ms  # expires by then
+        tx.set(_BUCKETS + window_start(bucket) + mine, b"")
+        opened = unpack_starts(tx.get(OPEN_WINDOWS))
+        if bucket not in opened:
+            tx.set(OPEN_WINDOWS, pack_starts(sorted([*opened, bucket])))
+        try:
+            for other_time, _offset, other in others:
+                if abs(other_time - time_ms) <= within:
+                    partner = codec.decode(other, lazy=True)
+                    out = fn(env, partner) if side == 0 else fn(partner, env)
+                    if out is not None and not isinstance(out, Envelope):
+                        raise TypeError(f"a join's function must return an Envelope, got {out!r}")
+                    if out is not None:
+                        nxt(out)
+        except StepFailed:
+            raise
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        if stream_time is None or time_ms > stream_time:
+            write_stream_time(tx, time_ms)
+            expire(tx, time_ms)
+
+    return join_step
