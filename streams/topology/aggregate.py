@@ -167,14 +167,15 @@ def split_window_key(raw: bytes) -> tuple[str, int]:
     return raw[10 : 10 + length].decode(), start - _SHIFT
 
 
-def read_stream_time(tx: Any) -> int | None:
-    """The partition's stream time a windowed store keeps (None: no record yet)."""
-    known = tx.get(STREAM_TIME)
+def read_stream_time(tx: Any, key: bytes = STREAM_TIME) -> int | None:
+    """The partition's stream time a windowed store keeps under ``key`` (None: no record
+    yet)."""
+    known = tx.get(key)
     return _LONG.unpack(known)[0] if known is not None else None
 
 
-def write_stream_time(tx: Any, time_ms: int) -> None:
-    tx.set(STREAM_TIME, _LONG.pack(time_ms))
+def write_stream_time(tx: Any, time_ms: int, key: bytes = STREAM_TIME) -> None:
+    tx.set(key, _LONG.pack(time_ms))
 
 
 def pack_starts(starts: list[int]) -> bytes:

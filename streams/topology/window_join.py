@@ -6,15 +6,18 @@ hands on ``fn(left, right)`` for each pair, once, when the second of the two arr
 inner join, as Kafka Streams' ``join`` with ``JoinWindows``). The two streams must be
 co-partitioned (their topics: as many partitions, keyed alike), as for a stream-table join.
 
-Each side's records are kept until stream time (the partition's largest event time, kept
-in the store) passes their time plus ``within`` plus ``grace``; a record arriving after
-that for every record it could meet is late: to the dead-letter topic with a
-``LateRecordError`` (never dropped in silence).
+Each side has its own stream time (its largest event time, kept in the store): the two
+topics are read side by side, and one may run ahead of the other. A record whose time
+plus ``within`` plus ``grace`` its own side's stream time has passed is late: to the
+dead-letter topic with a ``LateRecordError`` (never dropped in silence). A side's records
+wait until the *other* side's stream time is so far on that no record of it that is not
+late could meet them (``keep_ms``).
 
 Store layout: side (``l``/``r``) + 2-byte length + key -> the side's buffered records of
-that key (event time, offset, the envelope as the codec writes it); ``b""`` -> stream
-time; ``b"o"`` -> the expiry buckets in use; ``x`` + bucket end + side key -> nothing,
-so a bucket's keys are one range scan when it expires (nothing per key in memory).
+that key (event time, offset, the envelope as the codec writes it); ``tl``/``tr`` -> each
+side's stream time; ``o`` + side -> its expiry buckets in use; ``x`` + side + bucket end +
+side key -> nothing, so a bucket's keys are one range scan when it expires (nothing per
+key in memory).
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from streams.envelope import Envelope
 from streams.topology.aggregate import (
-    OPEN_WINDOWS,
     Triple,
     pack_starts,
     pack_triples,
@@ -46,7 +48,9 @@ if TYPE_CHECKING:
 
 _LENGTH = struct.Struct(">H")
 _SIDES = (b"l", b"r")
-_BUCKETS = b"x"
+_TIMES = (b"tl", b"tr")  # each side's stream time
+_OPEN = b"o"  # + side: the expiry buckets in use
+_BUCKETS = b"x"  # + side + bucket end + side key
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +64,10 @@ class WindowJoinSpec:
 
     @property
     def keep_ms(self) -> int:
-        """How long after its event time (in stream time) a record is kept."""
-        return self.within_ms + self.grace_ms
+        """How long a record is kept after its event time, in the other side's stream time:
+        the other side's records up to ``within + grace`` behind it are not late, and may
+        be ``within`` before it."""
+        return 2 * self.within_ms + self.grace_ms
 
     def describe(self) -> str:
         return f"within {self.within_ms / 1000:g} s, grace {self.grace_ms / 1000:g} s"
@@ -88,62 +94,37 @@ def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
             "the TestDriver, which open its store"
         )
     left, _right = sides(plan, node)
-    within, keep, bucket_ms = spec.within_ms, spec.keep_ms, max(spec.keep_ms, 1000)
+    within, grace, keep = spec.within_ms, spec.grace_ms, spec.keep_ms
+    bucket_ms = max(keep, 1000)
     fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
     current = plan.current
 
     def side_key(side: int, key: bytes) -> bytes:
         return _SIDES[side] + _LENGTH.pack(len(key)) + key
 
-    def live(items: list[Triple], stream_time: int) -> list[Triple]:
-        return [item for item in items if item[0] + keep > stream_time]
-
-    def expire(tx: Any, stream_time: int) -> None:
-        """Drop what no record can meet any more, a bucket of keys at a time."""
-        buckets = unpack_starts(tx.get(OPEN_WINDOWS))
+    def expire(tx: Any, side: int, stream_time: int) -> None:
+        """Drop ``side``'s records the other side can no longer meet, a bucket of keys at a
+        time: its records at most ``keep`` before ``stream_time`` (the other side's)."""
+        listed = _OPEN + _SIDES[side]
+        buckets = unpack_starts(tx.get(listed))
         due = [b for b in buckets if b <= stream_time]
         if not due:
             return
         part = store.partition()
         for end in due:
-            low = _BUCKETS + window_start(end)
-            for index, _ in part.range(low, _BUCKETS + window_start(end + 1)):
+            low = _BUCKETS + _SIDES[side] + window_start(end)
+            for index, _ in part.range(low, _BUCKETS + _SIDES[side] + window_start(end + 1)):
                 tx.delete(index)
                 skey = index[len(low) :]
-                kept = live(unpack_triples(tx.get(skey)), stream_time)
+                kept = [i for i in unpack_triples(tx.get(skey)) if i[0] + keep > stream_time]
                 if kept:
                     tx.set(skey, pack_triples(kept))
                 else:
                     tx.delete(skey)
-        tx.set(OPEN_WINDOWS, pack_starts([b for b in buckets if b > stream_time]))
+        tx.set(listed, pack_starts([b for b in buckets if b > stream_time]))
 
-    def join_step(env: Envelope) -> None:
-        record = current.record
-        side = 0 if record.source_topic in left else 1
-        if env.key is None:
-            err = MissingKeyError(f"join {name!r} pairs records by key: the record has none")
-            raise StepFailed(name, err, dead_letter)
-        raw_key, time_ms = env.key.encode(), env.time_ms
-        tx = store.transaction()
-        stream_time = read_stream_time(tx)
-        if stream_time is not None and time_ms + keep <= stream_time:
-            late = LateRecordError(
-                f"join {name!r}: every record it could meet is gone (event time "
-                f"{env.time.isoformat()}, within {within / 1000:g} s, grace "
-                f"{spec.grace_ms / 1000:g} s)"
-            )
-            raise StepFailed(name, late, dead_letter)
-        mine, theirs = side_key(side, raw_key), side_key(1 - side, raw_key)
-        others = unpack_triples(tx.get(theirs))
-        buffered = unpack_triples(tx.get(mine))
-        value, _headers = codec.encode(env)
-        buffered.append((time_ms, record.offset, value))
-        tx.set(mine, pack_triples(buffered))
-        bucket = (time_ms + keep) // bucket_ms * bucket_ms + bucket_ms  # expires by then
-        tx.set(_BUCKETS + window_start(bucket) + mine, b"")
-        opened = unpack_starts(tx.get(OPEN_WINDOWS))
-        if bucket not in opened:
-            tx.set(OPEN_WINDOWS, pack_starts(sorted([*opened, bucket])))
+    def pair(env: Envelope, side: int, others: list[Triple]) -> None:
+        time_ms = env.time_ms
         try:
             for other_time, _offset, other in others:
                 if abs(other_time - time_ms) <= within:
@@ -157,8 +138,38 @@ def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
             raise
         except Exception as exc:
             raise StepFailed(name, exc, policy) from exc
+
+    def join_step(env: Envelope) -> None:
+        record = current.record
+        side = 0 if record.source_topic in left else 1
+        if env.key is None:
+            err = MissingKeyError(f"join {name!r} pairs records by key: the record has none")
+            raise StepFailed(name, err, dead_letter)
+        raw_key, time_ms = env.key.encode(), env.time_ms
+        tx = store.transaction()
+        clock = _TIMES[side]
+        stream_time = read_stream_time(tx, clock)
+        if stream_time is not None and time_ms + within + grace <= stream_time:
+            late = LateRecordError(
+                f"join {name!r}: the record came after its window closed (event time "
+                f"{env.time.isoformat()}, within {within / 1000:g} s, grace "
+                f"{grace / 1000:g} s)"
+            )
+            raise StepFailed(name, late, dead_letter)
+        mine = side_key(side, raw_key)
+        buffered = unpack_triples(tx.get(mine))
+        value, _headers = codec.encode(env)
+        buffered.append((time_ms, record.offset, value))
+        tx.set(mine, pack_triples(buffered))
+        bucket = (time_ms + keep) // bucket_ms * bucket_ms + bucket_ms  # expired by then
+        tx.set(_BUCKETS + _SIDES[side] + window_start(bucket) + mine, b"")
+        listed = _OPEN + _SIDES[side]
+        opened = unpack_starts(tx.get(listed))
+        if bucket not in opened:
+            tx.set(listed, pack_starts(sorted([*opened, bucket])))
+        pair(env, side, unpack_triples(tx.get(side_key(1 - side, raw_key))))
         if stream_time is None or time_ms > stream_time:
-            write_stream_time(tx, time_ms)
-            expire(tx, time_ms)
+            write_stream_time(tx, time_ms, clock)
+            expire(tx, 1 - side, time_ms)
 
     return join_step

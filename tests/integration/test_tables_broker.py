@@ -8,15 +8,22 @@ co-partitioned is refused before the first poll, in one line.
 
 from __future__ import annotations
 
+import dataclasses
+import random
 import subprocess
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
+from runtime_thread import RuntimeThread
 
 from streams.admin import create_topic
 from streams.envelope import Envelope
+from streams.runtime import Runtime, RuntimeConfig
+from streams.runtime.topics import prepare_topics
+from streams.schemas import default_catalog
 from streams.testing import (
     KafkaIO,
     TopicFactory,
@@ -25,6 +32,7 @@ from streams.testing import (
     produce_records,
     wait_until,
 )
+from streams.topology import TopologyBuilder, owned
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ROOT / "topology" / "profiles.py"
@@ -123,3 +131,56 @@ def test_a_new_instance_restores_the_table_and_joins_as_the_last_one_did(
         restored = second.output()
     assert [tiers(out)[f"o-{n}"] for n in range(12)] == ["gold"] * 6 + ["unknown"] * 6
     assert "restored store partition" in restored
+
+
+def test_a_five_minute_windowed_join_matches_a_brute_force_join(
+    kafka_bootstrap: str,
+    kafka_admin: AdminClient,
+    kafka_io: KafkaIO,
+    app_id: str,
+    tmp_path: Path,
+) -> None:
+    """Orders and payments of 20 customers over an hour of event time, a few minutes out
+    of order at most (inside the grace): the pairs out are every (order, payment) pair of
+    one customer at most 5 minutes apart, each once."""
+    rng = random.Random(9)
+    orders_topic, payments_topic = f"{app_id}-in-orders", f"{app_id}-in-payments"
+    for topic in (orders_topic, payments_topic):
+        create_topic(kafka_admin, topic, partitions=PARTITIONS)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    sent: dict[str, list[Envelope]] = {orders_topic: [], payments_topic: []}
+    for n in range(600):
+        when = start + timedelta(seconds=n * 6 - rng.uniform(0, 120))
+        env = dataclasses.replace(order(n, rng.choice(CUSTOMERS)), time=when)
+        sent[rng.choice([orders_topic, payments_topic])].append(env)
+
+    def paired(order: Envelope, payment: Envelope) -> Envelope:
+        pair = f"{order.data['order_id']}|{payment.data['order_id']}"
+        return order.follow("order.placed", order.data, version=2, key=pair)
+
+    b = TopologyBuilder(app_id)
+    orders = b.source(orders_topic, type="order.placed", version=2)
+    payments = b.source(payments_topic, type="order.placed", version=2)
+    orders.join_within(payments, paired, within=300, grace=180, name="pairs").to(
+        owned("pairs"), type="order.placed", version=2
+    )
+    topology = b.build(default_catalog())
+    prepare_topics(kafka_admin, topology)
+    want = sorted(
+        f"{o.data['order_id']}|{p.data['order_id']}"
+        for o in sent[orders_topic]
+        for p in sent[payments_topic]
+        if o.key == p.key and abs((o.time - p.time).total_seconds()) <= 300
+    )
+    config = RuntimeConfig(bootstrap=kafka_bootstrap, state_dir=str(tmp_path))
+    instance = RuntimeThread(Runtime(topology, config))
+    try:
+        kafka_io.produce(orders_topic, sent[orders_topic])
+        kafka_io.produce(payments_topic, sent[payments_topic])
+        out = kafka_io.wait_for_records(f"{app_id}-pairs", len(want), timeout=120)
+        wait_until(lambda: caught_up(kafka_bootstrap, app_id, payments_topic), 60, what="read")
+        wait_until(lambda: caught_up(kafka_bootstrap, app_id, orders_topic), 60, what="read")
+    finally:
+        assert instance.stop(30) is None
+    out = kafka_io.wait_for_records(f"{app_id}-pairs", len(want))
+    assert sorted((m.key() or b"").decode() for m in out) == want
