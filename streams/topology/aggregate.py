@@ -25,16 +25,32 @@ when the partition is opened again or when writes to it were undone
 from __future__ import annotations
 
 import heapq
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
-from streams.envelope import Envelope, Tombstone
+from streams.envelope import Envelope
 from streams.topology.errors import TopologyError
+from streams.topology.joins import Lookup
 from streams.topology.policy import StepFailed, dead_letter
+from streams.topology.store_layout import (
+    OPEN_WINDOWS,
+    RESERVED,
+    key_prefix,
+    pack_starts,
+    pack_triples,
+    read_stream_time,
+    record_key,
+    split_window_key,
+    unpack_starts,
+    unpack_triples,
+    window_key,
+    window_start,
+    write_stream_time,
+)
+from streams.topology.values import value_codec
 from streams.topology.windows import (
     AnyWindows,
     LateRecordError,
@@ -54,31 +70,6 @@ if TYPE_CHECKING:
 EMITS = ("updates", "final")
 LATE = "late"
 """The output of a windowed aggregation that receives its late records, when read."""
-
-_LONG = struct.Struct(">q")
-_DOUBLE = struct.Struct(">d")
-_LENGTH = struct.Struct(">H")
-STREAM_TIME = b""
-OPEN_WINDOWS = b"o"
-RESERVED = (STREAM_TIME, OPEN_WINDOWS)
-"""Keys of a windowed store that hold no window (shorter than any that does)."""
-
-Encode = Callable[[Any], bytes]
-Decode = Callable[[bytes], Any]
-
-
-def _bool(raw: bytes) -> bool:
-    return raw == b"\x01"
-
-
-PRIMITIVES: dict[str, tuple[Encode, Decode]] = {
-    "long": (_LONG.pack, lambda raw: _LONG.unpack(raw)[0]),
-    "double": (_DOUBLE.pack, lambda raw: _DOUBLE.unpack(raw)[0]),
-    "string": (str.encode, bytes.decode),
-    "boolean": (lambda v: b"\x01" if v else b"\x00", _bool),
-    "bytes": (bytes, bytes),
-}
-"""Values a store may hold without a schema, by name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,117 +97,8 @@ class AggregateSpec:
         return f"{self.what} as {value}{window}, emits {self.emit}"
 
 
-@dataclass(frozen=True, slots=True)
-class Lookup:
-    """A table as a join reads it: its store, the ``type`` (and ``version``) of its
-    values; ``inner``: the join drops records whose key has no value."""
-
-    store: str
-    type: str
-    version: int | None
-    inner: bool = False
-
-
-def value_codec(
-    type_: str, version: int | None, payloads: Payloads | None
-) -> tuple[Encode, Decode]:
-    """How values of ``type_`` are stored: a primitive's bytes, or schemaless Avro of the
-    catalog's ``type_``@``version`` (its writer schema: a new version needs a new store)."""
-    primitive = PRIMITIVES.get(type_)
-    if primitive is not None:
-        return primitive
-    if version is None:
-        raise TopologyError(f"value type {type_!r} is no primitive: give its catalog version")
-    if payloads is None:
-        from streams.codec.payload import Payloads  # noqa: PLC0415 - only for catalog types
-        from streams.schemas import default_catalog  # noqa: PLC0415
-
-        payloads = Payloads(default_catalog())
-    found = payloads
-
-    def encode(value: Any) -> bytes:
-        return found.encode(type_, version, value)
-
-    def decode(raw: bytes) -> Any:
-        return found.decode(type_, version, raw, version)
-
-    return encode, decode
-
-
 def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat()
-
-
-_START = struct.Struct(">Q")
-_SHIFT = 1 << 63  # window starts stored unsigned, so that byte order is time order
-
-
-def window_start(start_ms: int) -> bytes:
-    """A window's start as its store keys begin: a range scan finds the window."""
-    return _START.pack(start_ms + _SHIFT)
-
-
-def window_key(start_ms: int, key: bytes) -> bytes:
-    return window_start(start_ms) + _LENGTH.pack(len(key)) + key
-
-
-def split_window_key(raw: bytes) -> tuple[str, int]:
-    """The record key and window start of a tumbling or hopping window's store key."""
-    (start,) = _START.unpack_from(raw)
-    (length,) = _LENGTH.unpack_from(raw, 8)
-    return raw[10 : 10 + length].decode(), start - _SHIFT
-
-
-def read_stream_time(tx: Any, key: bytes = STREAM_TIME) -> int | None:
-    """The partition's stream time a windowed store keeps under ``key`` (None: no record
-    yet)."""
-    known = tx.get(key)
-    return _LONG.unpack(known)[0] if known is not None else None
-
-
-def write_stream_time(tx: Any, time_ms: int, key: bytes = STREAM_TIME) -> None:
-    tx.set(key, _LONG.pack(time_ms))
-
-
-def pack_starts(starts: list[int]) -> bytes:
-    return b"".join(_LONG.pack(s) for s in starts)
-
-
-def unpack_starts(raw: bytes | None) -> list[int]:
-    return [s for (s,) in _LONG.iter_unpack(raw)] if raw else []
-
-
-def key_prefix(key: bytes) -> bytes:
-    """A session store key: the record key with its length (never a reserved key)."""
-    return _LENGTH.pack(len(key)) + key
-
-
-def record_key(raw: bytes) -> str:
-    """The record key of a session store key."""
-    (length,) = _LENGTH.unpack_from(raw)
-    return raw[2 : 2 + length].decode()
-
-
-_TRIPLE = struct.Struct(">qqI")  # two numbers, the length of the bytes that follow
-
-Triple = tuple[int, int, bytes]
-"""What a store value lists: a session (first and last event time, its encoded value), or
-a buffered record of a windowed join (event time, offset, the envelope)."""
-
-
-def pack_triples(items: list[Triple]) -> bytes:
-    return b"".join(_TRIPLE.pack(a, b, len(v)) + v for a, b, v in items)
-
-
-def unpack_triples(raw: bytes | None) -> list[Triple]:
-    out: list[Triple] = []
-    pos, size = 0, _TRIPLE.size
-    while raw and pos < len(raw):
-        start, end, length = _TRIPLE.unpack_from(raw, pos)
-        pos += size
-        out.append((start, end, raw[pos : pos + length]))
-        pos += length
-    return out
 
 
 @dataclass(slots=True)
@@ -298,7 +180,7 @@ class _Aggregation:
         found = self._opened.get(part)
         if found is None or found.generation != part.generation:
             heap = [
-                e for k, entry in part.items() if k != STREAM_TIME for e in entries(k, entry.value)
+                e for k, entry in part.items() if k not in RESERVED for e in entries(k, entry.value)
             ]
             heapq.heapify(heap)
             found = self._opened[part] = _Open(part.generation, heap)
@@ -438,75 +320,6 @@ def _sessions(agg: _Aggregation, sessions: Sessions) -> Run:
             close(heap, time_ms, tx, env)
 
     return session_step
-
-
-def _lookup(plan: Plan, node: StepNode) -> tuple[Lookup, Any]:
-    """The table a table or join step writes or reads, and its store."""
-    spec = node.lookup
-    store = plan.stores.get(spec.store) if spec is not None else None
-    if spec is None or store is None:
-        raise TopologyError(
-            f"{node.kind} step {node.name!r} has no table store: run the topology with the "
-            "runtime or the TestDriver, which open its store"
-        )
-    return spec, store
-
-
-def build_table(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    """Materialise a table topic: each key's latest value, a tombstone deletes it."""
-    spec, store = _lookup(plan, node)
-    encode, _ = value_codec(spec.type, spec.version, plan.payloads)
-    updated: Callable[[Update], None] = outs[node.outputs[0]]  # type: ignore[assignment]
-    name, policy = node.name, node.on_error
-
-    def table_step(env: Envelope) -> None:
-        key = env.key
-        if key is None:
-            err = MissingKeyError(f"table {name!r} holds values by key: the record has none")
-            raise StepFailed(name, err, dead_letter)
-        tx = store.transaction()
-        if isinstance(env, Tombstone):
-            if tx.get(key) is not None:
-                tx.delete(key)
-                updated(Update(key, None, None, False, env))
-            return
-        try:
-            value = dict(env.data)
-            tx.set(key, encode(value))
-        except Exception as exc:
-            raise StepFailed(name, exc, policy) from exc
-        updated(Update(key, value, None, False, env))
-
-    return table_step
-
-
-def build_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    """Each record with the value its key has in the table now (see ``Lookup``)."""
-    spec, table = _lookup(plan, node)
-    _, decode = value_codec(spec.type, spec.version, plan.payloads)
-    fn, nxt, name, policy, inner = (
-        node.fn,
-        outs[node.outputs[0]],
-        node.name,
-        node.on_error,
-        spec.inner,
-    )
-
-    def join_step(env: Envelope) -> None:
-        key = env.key
-        raw = table.get(key) if key is not None else None
-        if raw is None and inner:
-            return  # an inner join: no value, no output
-        try:
-            out = fn(env, None if raw is None else decode(raw))
-            if out is not None and not isinstance(out, Envelope):
-                raise TypeError(f"a join's function must return an Envelope or None, got {out!r}")
-        except Exception as exc:
-            raise StepFailed(name, exc, policy) from exc
-        if out is not None:
-            nxt(out)
-
-    return join_step
 
 
 def build_to_stream(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:

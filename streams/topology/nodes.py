@@ -15,7 +15,8 @@ from streams.topology.names import TopicRef
 from streams.topology.policy import ErrorPolicy
 
 if TYPE_CHECKING:
-    from streams.topology.aggregate import AggregateSpec, Lookup
+    from streams.topology.aggregate import AggregateSpec
+    from streams.topology.joins import Lookup
     from streams.topology.stores import DedupSpec
     from streams.topology.window_join import WindowJoinSpec
 

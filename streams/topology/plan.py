@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 from streams.codec.errors import EncodeError
 from streams.envelope import Envelope
 from streams.state.dedup import Dedup
-from streams.topology.aggregate import build_aggregate, build_join, build_table, build_to_stream
+from streams.topology.aggregate import build_aggregate, build_to_stream
 from streams.topology.context import Current, ProcessorContext
 from streams.topology.errors import TopologyError
+from streams.topology.joins import build_join, build_table
 from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.policy import StepFailed
 from streams.topology.step_timer import StepTimer

@@ -22,12 +22,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from streams.envelope import Envelope
-from streams.topology.aggregate import EMITS, LATE, PRIMITIVES, AggregateSpec, Lookup
+from streams.topology.aggregate import EMITS, LATE, AggregateSpec
 from streams.topology.errors import TopologyError
+from streams.topology.joins import Lookup
 from streams.topology.names import Owned, TopicRef
 from streams.topology.nodes import DEFAULT_OUTPUT, Edge, SourceNode, StepKind, StepNode
 from streams.topology.policy import as_policy
 from streams.topology.stores import StoreSpec, store_source, upstream_sources
+from streams.topology.values import PRIMITIVES
 from streams.topology.window_join import WindowJoinSpec
 from streams.topology.windows import AnyWindows, Sessions, Update
 

@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streams.envelope import Envelope
-from streams.topology.aggregate import (
+from streams.topology.errors import TopologyError
+from streams.topology.policy import StepFailed, dead_letter
+from streams.topology.store_layout import (
     Triple,
     pack_starts,
     pack_triples,
@@ -37,8 +39,6 @@ from streams.topology.aggregate import (
     window_start,
     write_stream_time,
 )
-from streams.topology.errors import TopologyError
-from streams.topology.policy import StepFailed, dead_letter
 from streams.topology.stores import upstream_sources
 from streams.topology.windows import LateRecordError, MissingKeyError
 

@@ -1,0 +1,104 @@
+"""Table steps and stream-table joins: what they do with the table's store.
+
+``builder.table(topic, ...)`` adds a table step that puts each record's payload (typed, see
+``streams.topology.values``) under its key and deletes the key on a tombstone;
+``stream.join(table, fn)`` / ``left_join`` read the table's store partition of the
+record's partition by the record key (the topics co-partitioned, see
+``streams.topology.tables.copartition_problems``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from streams.envelope import Envelope, Tombstone
+from streams.topology.errors import TopologyError
+from streams.topology.policy import StepFailed, dead_letter
+from streams.topology.values import value_codec
+from streams.topology.windows import MissingKeyError, Update
+
+if TYPE_CHECKING:
+    from streams.topology.nodes import StepNode
+    from streams.topology.plan import Plan, Run
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """A table as a join reads it: its store, the ``type`` (and ``version``) of its
+    values; ``inner``: the join drops records whose key has no value."""
+
+    store: str
+    type: str
+    version: int | None
+    inner: bool = False
+
+
+def _lookup(plan: Plan, node: StepNode) -> tuple[Lookup, Any]:
+    """The table a table or join step writes or reads, and its store."""
+    spec = node.lookup
+    store = plan.stores.get(spec.store) if spec is not None else None
+    if spec is None or store is None:
+        raise TopologyError(
+            f"{node.kind} step {node.name!r} has no table store: run the topology with the "
+            "runtime or the TestDriver, which open its store"
+        )
+    return spec, store
+
+
+def build_table(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    """Materialise a table topic: each key's latest value, a tombstone deletes it."""
+    spec, store = _lookup(plan, node)
+    encode, _ = value_codec(spec.type, spec.version, plan.payloads)
+    updated: Callable[[Update], None] = outs[node.outputs[0]]  # type: ignore[assignment]
+    name, policy = node.name, node.on_error
+
+    def table_step(env: Envelope) -> None:
+        key = env.key
+        if key is None:
+            err = MissingKeyError(f"table {name!r} holds values by key: the record has none")
+            raise StepFailed(name, err, dead_letter)
+        tx = store.transaction()
+        if isinstance(env, Tombstone):
+            if tx.get(key) is not None:
+                tx.delete(key)
+                updated(Update(key, None, None, False, env))
+            return
+        try:
+            value = dict(env.data)
+            tx.set(key, encode(value))
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        updated(Update(key, value, None, False, env))
+
+    return table_step
+
+
+def build_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    """Each record with the value its key has in the table now (see ``Lookup``)."""
+    spec, table = _lookup(plan, node)
+    _, decode = value_codec(spec.type, spec.version, plan.payloads)
+    fn, nxt, name, policy, inner = (
+        node.fn,
+        outs[node.outputs[0]],
+        node.name,
+        node.on_error,
+        spec.inner,
+    )
+
+    def join_step(env: Envelope) -> None:
+        key = env.key
+        raw = table.get(key) if key is not None else None
+        if raw is None and inner:
+            return  # an inner join: no value, no output
+        try:
+            out = fn(env, None if raw is None else decode(raw))
+            if out is not None and not isinstance(out, Envelope):
+                raise TypeError(f"a join's function must return an Envelope or None, got {out!r}")
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        if out is not None:
+            nxt(out)
+
+    return join_step
