@@ -27,6 +27,8 @@ from streams.topology import (
     session,
     tumbling,
 )
+from streams.topology.describe import describe_text
+from streams.topology.loader import load_topology
 from streams.topology.partitioning import partition_for
 from streams.topology.windows import AnyWindows
 
@@ -309,3 +311,19 @@ def test_build_checks_what_reads_a_table_and_its_value_schema() -> None:
     text = str(caught.value)
     assert "use .to_stream(fn)" in text
     assert "unknown schema no.such@1" in text
+
+
+def test_describe_says_what_each_aggregation_keeps_and_when_it_emits() -> None:
+    topology = load_topology("topology/revenue.py", app_id="r")
+    text = describe_text(topology)
+    assert (
+        "Processor: revenue (aggregate: aggregate as customer.revenue@1, tumbling 60 s, "
+        "grace 10 s, emits final, store revenue)"
+    ) in text
+    b = TopologyBuilder("app")
+    b.source("in", type=T, version=V).window(session(30, grace=5)).count(name="s").to_stream(
+        echo
+    ).to(owned("out"), type=T, version=V)
+    assert "count as long, session gap 30 s, grace 5 s, emits updates" in describe_text(
+        b.build(default_catalog())
+    )
