@@ -265,5 +265,6 @@ def consumer_overrides(topology: Topology) -> dict[str, str]:
     """Consumer settings co-located partitions need: the range assignor, so partition *n*
     of an input and of its retry tiers land on the same instance (its waiting room is
     there), and so do partition *n* of a stream and of the table it joins."""
-    joins = any(step.kind in (StepKind.JOIN, StepKind.WINDOW_JOIN) for step in topology.steps)
+    kinds = (StepKind.JOIN, StepKind.WINDOW_JOIN, StepKind.TABLE_JOIN)
+    joins = any(step.kind in kinds for step in topology.steps)
     return {"partition.assignment.strategy": "range"} if topology.retry_policies or joins else {}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from streams.envelope import Envelope, Tombstone
 from streams.topology.errors import TopologyError
 from streams.topology.policy import StepFailed, dead_letter
+from streams.topology.stores import upstream_sources
 from streams.topology.values import value_codec
 from streams.topology.windows import MissingKeyError, Update
 
@@ -33,6 +34,17 @@ class Lookup:
     type: str
     version: int | None
     inner: bool = False
+
+
+def sides(plan: Plan, node: StepNode) -> tuple[set[str], set[str]]:
+    """The source topics of the left and of the right parent of a two-sided join."""
+    left, right = (set(upstream_sources(plan.topology, e.node)) for e in node.parents)
+    if left & right:
+        raise TopologyError(
+            f"join {node.name!r} reads {sorted(left & right)} on both sides: a join of two "
+            "streams or tables needs them from different topics"
+        )
+    return left, right
 
 
 def _lookup(plan: Plan, node: StepNode) -> tuple[Lookup, Any]:
@@ -102,3 +114,43 @@ def build_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
             nxt(out)
 
     return join_step
+
+
+@dataclass(frozen=True, slots=True)
+class TableJoinSpec:
+    """A join of two tables by key: both tables, each as a join reads it."""
+
+    left: Lookup
+    right: Lookup
+
+
+def build_table_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    """Each change of either table, with the other's value of its key: ``fn(left, right)``
+    when both have one (an inner join); a key deleted on either side is deleted here."""
+    spec = node.table_join
+    found = [plan.stores.get(s.store) for s in (spec.left, spec.right)] if spec else []
+    stores = [store for store in found if store is not None]
+    if spec is None or len(stores) != 2:
+        raise TopologyError(f"join {node.name!r} has no table stores: run it with the runtime")
+    decoders = [value_codec(s.type, s.version, plan.payloads)[1] for s in (spec.left, spec.right)]
+    left_topics, _ = sides(plan, node)
+    fn, name, policy, current = node.fn, node.name, node.on_error, plan.current
+    updated: Callable[[Update], None] = outs[node.outputs[0]]  # type: ignore[assignment]
+
+    def table_join_step(update: Update) -> None:
+        side = 0 if current.record.source_topic in left_topics else 1
+        raw = stores[1 - side].get(update.key)
+        if raw is None:
+            return  # nothing to pair with, nothing paired before
+        if update.value is None:
+            updated(Update(update.key, None, None, False, update.cause))
+            return
+        other = decoders[1 - side](raw)
+        left, right = (update.value, other) if side == 0 else (other, update.value)
+        try:
+            value = fn(left, right)
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        updated(Update(update.key, value, None, False, update.cause))
+
+    return table_join_step  # type: ignore[return-value]  # it reads Updates, not envelopes

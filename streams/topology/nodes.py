@@ -16,7 +16,7 @@ from streams.topology.policy import ErrorPolicy
 
 if TYPE_CHECKING:
     from streams.topology.aggregate import AggregateSpec
-    from streams.topology.joins import Lookup
+    from streams.topology.joins import Lookup, TableJoinSpec
     from streams.topology.stores import DedupSpec
     from streams.topology.window_join import WindowJoinSpec
 
@@ -40,6 +40,7 @@ class StepKind(StrEnum):
     TABLE = "table"
     JOIN = "join"
     WINDOW_JOIN = "window_join"
+    TABLE_JOIN = "table_join"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +99,9 @@ class StepNode:
     - join: ``(Envelope, value) -> Envelope | None`` with the value of the record's key in
       the table ``lookup`` names (``lookup.inner``: records without one are dropped);
     - window_join: ``(left, right) -> Envelope | None`` for each pair of records of its two
-      parents (left, right) with one key, ``window_join.within_ms`` apart at most.
+      parents (left, right) with one key, ``window_join.within_ms`` apart at most;
+    - table_join: ``(left value, right value) -> value`` for each change of either of its
+      two parent tables (``table_join``); its output carries ``Update`` objects.
     """
 
     name: str
@@ -114,6 +117,7 @@ class StepNode:
     aggregate: AggregateSpec | None = None  # what an aggregation step folds, and how
     lookup: Lookup | None = None  # the table a table or join step writes or reads
     window_join: WindowJoinSpec | None = None  # a windowed join's window and store
+    table_join: TableJoinSpec | None = None  # the two tables a table join reads
 
     def describe_fn(self) -> str:
         target = self.fn

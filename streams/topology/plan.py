@@ -35,7 +35,7 @@ from streams.state.dedup import Dedup
 from streams.topology.aggregate import build_aggregate, build_to_stream
 from streams.topology.context import Current, ProcessorContext
 from streams.topology.errors import TopologyError
-from streams.topology.joins import build_join, build_table
+from streams.topology.joins import build_join, build_table, build_table_join
 from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.policy import StepFailed
 from streams.topology.step_timer import StepTimer
@@ -356,4 +356,5 @@ _STEP_BUILDERS: dict[StepKind, Callable[[Plan, StepNode, dict[str, Run]], Run]] 
     StepKind.TABLE: build_table,
     StepKind.JOIN: build_join,
     StepKind.WINDOW_JOIN: build_window_join,
+    StepKind.TABLE_JOIN: build_table_join,
 }

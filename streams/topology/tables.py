@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from streams.envelope import Envelope
 from streams.topology.aggregate import EMITS, LATE, AggregateSpec
 from streams.topology.errors import TopologyError
-from streams.topology.joins import Lookup
+from streams.topology.joins import Lookup, TableJoinSpec
 from streams.topology.names import Owned, TopicRef
 from streams.topology.nodes import DEFAULT_OUTPUT, Edge, SourceNode, StepKind, StepNode
 from streams.topology.policy import as_policy
@@ -79,6 +79,37 @@ class Table:
             )
         )
         return Stream(b, Edge(node_name))
+
+    def join(
+        self,
+        other: Table,
+        fn: Callable[[Any, Any], Any],
+        *,
+        name: str | None = None,
+        on_error: PolicyArg = None,
+    ) -> Table:
+        """A table of ``fn(value, other's value)`` for each key both tables have, changed
+        whenever either changes (an inner join; a key deleted on either side is deleted
+        here). Not kept in a store of its own: ``to_stream`` its changes."""
+        b = self._builder
+        if self.lookup is None or other.lookup is None:
+            raise TopologyError("a table join reads two tables without windows")
+        if not callable(fn):
+            raise TopologyError(f"a table join needs a function of two values, got {fn!r}")
+        node_name = b._unique(name or f"join-{self.name}-{other.name}")
+        spec = TableJoinSpec(self.lookup, other.lookup)
+        parents = (Edge(self.name), Edge(other.name))
+        b._add(
+            StepNode(
+                node_name,
+                StepKind.TABLE_JOIN,
+                parents,
+                fn=fn,
+                on_error=as_policy(on_error),
+                table_join=spec,
+            )
+        )
+        return Table(b, node_name, False)
 
     def late(self) -> Stream:
         """The records that came after every window they belong to closed (without it, they
@@ -262,8 +293,8 @@ def copartition_problems(topology: Topology, partitions: Mapping[str, int]) -> l
     which no count shows), so that partition *n* of both holds the same keys."""
     problems = []
     for step in topology.steps:
-        if step.kind is StepKind.WINDOW_JOIN:
-            problems += _window_join_problems(topology, step, partitions)
+        if step.kind in (StepKind.WINDOW_JOIN, StepKind.TABLE_JOIN):
+            problems += _two_sided_problems(topology, step, partitions)
         if step.kind is not StepKind.JOIN or step.lookup is None:
             continue
         spec = topology.stores.get(step.lookup.store)
@@ -333,7 +364,7 @@ def _source_topic(builder: TopologyBuilder, edge: Edge) -> TopicRef | None:
     return None
 
 
-def _window_join_problems(
+def _two_sided_problems(
     topology: Topology, step: StepNode, partitions: Mapping[str, int]
 ) -> list[str]:
     left, right = (upstream_sources(topology, e.node) for e in step.parents)

@@ -145,7 +145,7 @@ def _tables(t: Topology) -> list[str]:
     """A table's changes (``Update`` objects) go to ``to_stream`` steps only, and those read
     nothing else; a table topic's records (tombstones among them) go to its table step."""
     out = []
-    tables = (StepKind.AGGREGATE, StepKind.TABLE)
+    tables = (StepKind.AGGREGATE, StepKind.TABLE, StepKind.TABLE_JOIN)
 
     def is_table(name: str) -> bool:
         node = t.nodes.get(name)
@@ -173,9 +173,10 @@ def _tables(t: Topology) -> list[str]:
         if node.kind in tables:
             for kid in t.children(node.name).get(node.outputs[0], []):
                 child = t.nodes.get(kid)
-                if not (isinstance(child, StepNode) and child.kind is StepKind.TO_STREAM):
+                readers = (StepKind.TO_STREAM, StepKind.TABLE_JOIN)
+                if not (isinstance(child, StepNode) and child.kind in readers):
                     out.append(
-                        f"{kid!r} reads the changes of aggregation {node.name!r}: "
+                        f"{kid!r} reads the changes of table {node.name!r}: "
                         "use .to_stream(fn) to make envelopes of them"
                     )
     return out

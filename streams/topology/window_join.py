@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from streams.envelope import Envelope
 from streams.topology.errors import TopologyError
+from streams.topology.joins import sides
 from streams.topology.policy import StepFailed, dead_letter
 from streams.topology.store_layout import (
     Triple,
@@ -39,7 +40,6 @@ from streams.topology.store_layout import (
     window_start,
     write_stream_time,
 )
-from streams.topology.stores import upstream_sources
 from streams.topology.windows import LateRecordError, MissingKeyError
 
 if TYPE_CHECKING:
@@ -71,17 +71,6 @@ class WindowJoinSpec:
 
     def describe(self) -> str:
         return f"within {self.within_ms / 1000:g} s, grace {self.grace_ms / 1000:g} s"
-
-
-def sides(plan: Plan, node: StepNode) -> tuple[set[str], set[str]]:
-    """The source topics of the left and of the right stream of a windowed join."""
-    left, right = (set(upstream_sources(plan.topology, e.node)) for e in node.parents)
-    if left & right:
-        raise TopologyError(
-            f"join {node.name!r} reads {sorted(left & right)} on both sides: a windowed join "
-            "needs two streams of different topics"
-        )
-    return left, right
 
 
 def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:

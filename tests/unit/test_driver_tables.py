@@ -16,6 +16,7 @@ from streams.topology import (
     TopologyBuilder,
     TopologyError,
     TopologyValidationError,
+    Update,
     owned,
     tumbling,
 )
@@ -231,3 +232,29 @@ def test_windowed_joins_need_two_co_partitioned_streams_of_other_topics() -> Non
     )
     with pytest.raises(TopologyValidationError, match="reads a rekeyed stream"):
         b.build(default_catalog())
+
+
+def test_a_table_join_changes_with_either_table_and_forgets_deleted_keys() -> None:
+    b = TopologyBuilder("app")
+    profiles = b.table("customers", type="customer.profile", version=1, name="profiles")
+    counts = b.source("orders", type=T, version=V).group_by_key().count(name="counts")
+    joined = profiles.join(counts, lambda p, n: f"{p['tier']}:{n}", name="tier-and-count")
+
+    def out(update: Update) -> Envelope:
+        key = f"{update.key}|{update.value}"
+        return Envelope.new(T, order(0, update.key).data, version=V, key=key)
+
+    joined.to_stream(out).to(owned("out"), type=T, version=V)
+    with TestDriver(b.build(default_catalog())) as driver:
+        driver.pipe("orders", order(1, "a"))  # no profile yet: nothing joined
+        driver.pipe("customers", profile("a", "gold"))
+        driver.pipe("orders", order(2, "a"))
+        driver.pipe("customers", profile("a", "silver"))
+        driver.pipe_raw("customers", None, key=b"a")
+        driver.pipe("orders", order(3, "a"))  # deleted: nothing joined
+        assert [(r.key or b"").decode() for r in driver.records("app-out")] == [
+            "a|gold:1",
+            "a|gold:2",
+            "a|silver:2",
+            "a|None",
+        ]
