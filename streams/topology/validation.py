@@ -173,8 +173,8 @@ def _tables(t: Topology) -> list[str]:
         if node.kind in tables:
             for kid in t.children(node.name).get(node.outputs[0], []):
                 child = t.nodes.get(kid)
-                readers = (StepKind.TO_STREAM, StepKind.TABLE_JOIN)
-                if not (isinstance(child, StepNode) and child.kind in readers):
+                reading = (StepKind.TO_STREAM, StepKind.TABLE_JOIN)
+                if not (isinstance(child, StepNode) and child.kind in reading):
                     out.append(
                         f"{kid!r} reads the changes of table {node.name!r}: "
                         "use .to_stream(fn) to make envelopes of them"
