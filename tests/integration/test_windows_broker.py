@@ -70,18 +70,28 @@ def orders(count: int, seed: int) -> list[Envelope]:
     return out
 
 
-def expected(sent: Sequence[Envelope]) -> tuple[Totals, set[str]]:
-    """Closed windows' (orders, revenue) by (customer, start ms), and the late order ids,
+def closed_and_late(
+    sent: Sequence[Envelope], windows: AnyWindows
+) -> tuple[dict[tuple[str, int], list[Envelope]], set[str]]:
+    """The orders of each closed window by (customer, start ms), and the late order ids,
     partition by partition as the broker holds them."""
-    closed: Totals = {}
+    closed: dict[tuple[str, int], list[Envelope]] = {}
     late: set[str] = set()
     for p in range(PARTITIONS):
         mine = [e for e in sent if partition_for((e.key or "").encode(), PARTITIONS) == p]
-        oracle = window_oracle([(e.key or "", e.time, e) for e in mine], WINDOWS)
-        for kw, envs in oracle.closed.items():
-            closed[kw] = (len(envs), sum(e.data["total_cents"] for e in envs))
+        oracle = window_oracle([(e.key or "", e.time, e) for e in mine], windows)
+        closed |= oracle.closed
         late |= {mine[i].data["order_id"] for i in oracle.late}
     return closed, late
+
+
+def expected(sent: Sequence[Envelope]) -> tuple[Totals, set[str]]:
+    """Revenue per customer per minute: closed windows' (orders, revenue), late order ids."""
+    closed, late = closed_and_late(sent, WINDOWS)
+    totals = {
+        kw: (len(envs), sum(e.data["total_cents"] for e in envs)) for kw, envs in closed.items()
+    }
+    return totals, late
 
 
 def totals(envs: Sequence[Envelope]) -> list[tuple[tuple[str, int], tuple[int, int]]]:
@@ -221,13 +231,8 @@ def test_hopping_and_session_counts_equal_the_plain_computation(  # noqa: PLR091
 ) -> None:
     source = make_topic("counts-in", partitions=PARTITIONS)
     sent = orders(1_200, seed=7)
-    closed: dict[tuple[str, int], int] = {}
-    late: set[str] = set()
-    for p in range(PARTITIONS):
-        mine = [e for e in sent if partition_for((e.key or "").encode(), PARTITIONS) == p]
-        oracle = window_oracle([(e.key or "", e.time, e) for e in mine], windows)
-        closed |= {kw: len(envs) for kw, envs in oracle.closed.items()}
-        late |= {mine[i].data["order_id"] for i in oracle.late}
+    windows_closed, late = closed_and_late(sent, windows)
+    closed = {kw: len(envs) for kw, envs in windows_closed.items()}
     assert len(closed) > 100 and late
     topology = counts_topology(app_id, source, windows)
     prepare_topics(kafka_admin, topology)  # what `streams run` does first
