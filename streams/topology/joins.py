@@ -1,10 +1,12 @@
-"""Table steps and stream-table joins: what they do with the table's store.
+"""Table steps and joins with tables: what they do with the tables' stores.
 
 ``builder.table(topic, ...)`` adds a table step that puts each record's payload (typed, see
 ``streams.topology.values``) under its key and deletes the key on a tombstone;
 ``stream.join(table, fn)`` / ``left_join`` read the table's store partition of the
-record's partition by the record key (the topics co-partitioned, see
-``streams.topology.tables.copartition_problems``).
+record's partition by the record key; ``table.join(other, fn)`` pairs the two tables'
+values of a key whenever either changes. The topics are co-partitioned (see
+``streams.topology.tables.copartition_problems``); ``sides`` tells a two-sided join's
+parents apart by the topic the record in hand came from (windowed joins use it too).
 """
 
 from __future__ import annotations

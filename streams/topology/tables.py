@@ -7,11 +7,14 @@ topics (``builder.table``), joins with them, and ``Table``.
 
     customers = builder.table("customers", type="customer.profile", version=1)
     orders.join(customers, lambda order, customer: order.follow(...)).to(...)
+    orders.join_within(payments, lambda order, payment: ..., within=300).to(...)
 
 An aggregation groups by the record key (``rekey`` first to group by something else: the
 records then travel through a repartition topic, so each key's records meet its state).
-See ``streams.topology.aggregate`` for what the step does and ``streams.topology.windows``
-for windows, grace and late records.
+See ``streams.topology.aggregate`` for what an aggregation step does,
+``streams.topology.windows`` for windows, grace and late records, ``streams.topology.joins``
+and ``streams.topology.window_join`` for joins; ``copartition_problems`` is what
+``streams run`` and the TestDriver check of a join's topics.
 """
 
 from __future__ import annotations
