@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from streams.envelope import Envelope
-from streams.topology.errors import TopologyError
 from streams.topology.joins import Lookup
 from streams.topology.policy import StepFailed, dead_letter
 from streams.topology.store_layout import (
@@ -54,11 +53,12 @@ from streams.topology.values import value_codec
 from streams.topology.windows import (
     AnyWindows,
     LateRecordError,
-    MissingKeyError,
     Sessions,
     Update,
     Window,
     Windows,
+    key_of,
+    output,
 )
 
 if TYPE_CHECKING:
@@ -115,12 +115,8 @@ class _Aggregation:
 
     def __init__(self, plan: Plan, node: StepNode, outs: dict[str, Run]) -> None:
         spec = node.aggregate
-        store = plan.stores.get(spec.store) if spec is not None else None
-        if spec is None or store is None:
-            raise TopologyError(
-                f"aggregation {node.name!r} has no state store: run the topology with the "
-                "runtime or the TestDriver, which open its store"
-            )
+        store = plan.store_of(node, spec.store if spec is not None else None)
+        assert spec is not None  # an aggregation step always has one (builder)
         self.spec, self.store, self.name, self.policy = spec, store, node.name, node.on_error
         self.encode, self.decode = value_codec(spec.type, spec.version, plan.payloads)
         # The output carries Updates, to to_stream steps (validation sees to it).
@@ -133,11 +129,7 @@ class _Aggregation:
         )
 
     def key_of(self, env: Envelope) -> str:
-        key = env.key
-        if key is None:
-            err = MissingKeyError(f"aggregation {self.name!r} groups by key: the record has none")
-            raise StepFailed(self.name, err, dead_letter)
-        return key
+        return key_of(env, self.name, f"aggregation {self.name!r} groups by key")
 
     def fold(self, value: Any, env: Envelope) -> tuple[Any, bytes]:
         """``value`` (None: none yet) with ``env`` folded in, and encoded."""
@@ -327,11 +319,7 @@ def build_to_stream(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
 
     def to_stream_step(update: Any) -> None:
         try:
-            env = fn(update)
-            if env is not None and not isinstance(env, Envelope):
-                raise TypeError(
-                    f"to_stream's function must return an Envelope or None, got {env!r}"
-                )
+            env = output(fn(update), "to_stream")
         except Exception as exc:
             raise StepFailed(name, exc, policy) from exc
         if env is not None:

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from streams.envelope import Envelope, Tombstone
 from streams.topology.errors import TopologyError
-from streams.topology.policy import StepFailed, dead_letter
+from streams.topology.policy import StepFailed
 from streams.topology.stores import upstream_sources
 from streams.topology.values import value_codec
-from streams.topology.windows import MissingKeyError, Update
+from streams.topology.windows import Update, key_of, output
 
 if TYPE_CHECKING:
     from streams.topology.nodes import StepNode
@@ -52,12 +52,8 @@ def sides(plan: Plan, node: StepNode) -> tuple[set[str], set[str]]:
 def _lookup(plan: Plan, node: StepNode) -> tuple[Lookup, Any]:
     """The table a table or join step writes or reads, and its store."""
     spec = node.lookup
-    store = plan.stores.get(spec.store) if spec is not None else None
-    if spec is None or store is None:
-        raise TopologyError(
-            f"{node.kind} step {node.name!r} has no table store: run the topology with the "
-            "runtime or the TestDriver, which open its store"
-        )
+    store = plan.store_of(node, spec.store if spec is not None else None)
+    assert spec is not None  # a table or join step always has one (builder)
     return spec, store
 
 
@@ -69,10 +65,7 @@ def build_table(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     name, policy = node.name, node.on_error
 
     def table_step(env: Envelope) -> None:
-        key = env.key
-        if key is None:
-            err = MissingKeyError(f"table {name!r} holds values by key: the record has none")
-            raise StepFailed(name, err, dead_letter)
+        key = key_of(env, name, f"table {name!r} holds values by key")
         tx = store.transaction()
         if isinstance(env, Tombstone):
             if tx.get(key) is not None:
@@ -93,13 +86,8 @@ def build_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     """Each record with the value its key has in the table now (see ``Lookup``)."""
     spec, table = _lookup(plan, node)
     _, decode = value_codec(spec.type, spec.version, plan.payloads)
-    fn, nxt, name, policy, inner = (
-        node.fn,
-        outs[node.outputs[0]],
-        node.name,
-        node.on_error,
-        spec.inner,
-    )
+    fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
+    inner = spec.inner
 
     def join_step(env: Envelope) -> None:
         key = env.key
@@ -107,9 +95,7 @@ def build_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
         if raw is None and inner:
             return  # an inner join: no value, no output
         try:
-            out = fn(env, None if raw is None else decode(raw))
-            if out is not None and not isinstance(out, Envelope):
-                raise TypeError(f"a join's function must return an Envelope or None, got {out!r}")
+            out = output(fn(env, None if raw is None else decode(raw)), "a join")
         except Exception as exc:
             raise StepFailed(name, exc, policy) from exc
         if out is not None:
@@ -130,10 +116,9 @@ def build_table_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     """Each change of either table, with the other's value of its key: ``fn(left, right)``
     when both have one (an inner join); a key deleted on either side is deleted here."""
     spec = node.table_join
-    found = [plan.stores.get(s.store) for s in (spec.left, spec.right)] if spec else []
-    stores = [store for store in found if store is not None]
-    if spec is None or len(stores) != 2:
-        raise TopologyError(f"join {node.name!r} has no table stores: run it with the runtime")
+    if spec is None:
+        raise TopologyError(f"table join {node.name!r} names no tables")
+    stores = [plan.store_of(node, s.store) for s in (spec.left, spec.right)]
     decoders = [value_codec(s.type, s.version, plan.payloads)[1] for s in (spec.left, spec.right)]
     left_topics, _ = sides(plan, node)
     fn, name, policy, current = node.fn, node.name, node.on_error, plan.current

@@ -107,6 +107,17 @@ class Plan:
         """The stores steps use, by name (``streams.state.RoutedStore``)."""
         return self._stores
 
+    def store_of(self, node: StepNode, name: str | None) -> Any:
+        """Store ``name``, which step ``node`` keeps or reads. Raises TopologyError when
+        the plan was made without it (the runtime and the TestDriver open every store)."""
+        store = self._stores.get(name) if name is not None else None
+        if store is None:
+            raise TopologyError(
+                f"{node.kind} step {node.name!r} has no state store {name!r}: run the topology "
+                "with the runtime or the TestDriver, which open its stores"
+            )
+        return store
+
     @property
     def duplicates(self) -> int:
         """Records dropped by the plan's dedup steps so far."""
@@ -312,12 +323,8 @@ def _envelope_id(env: Envelope) -> str:
 
 def _dedup(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     spec = node.dedup
-    store = plan.stores.get(spec.store) if spec is not None else None
-    if spec is None or store is None:
-        raise TopologyError(
-            f"dedup step {node.name!r} has no state store: run the topology with the runtime "
-            "or the TestDriver, which open its store"
-        )
+    store = plan.store_of(node, spec.store if spec is not None else None)
+    assert spec is not None  # a dedup step always has one (builder)
     dedup = plan.made(node.name, lambda: Dedup(store.transaction, spec.ttl))
     if dedup not in plan.dedups:
         plan.dedups.append(dedup)

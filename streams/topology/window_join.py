@@ -40,7 +40,7 @@ from streams.topology.store_layout import (
     window_start,
     write_stream_time,
 )
-from streams.topology.windows import LateRecordError, MissingKeyError
+from streams.topology.windows import LateRecordError, key_of, output
 
 if TYPE_CHECKING:
     from streams.topology.nodes import StepNode
@@ -75,13 +75,11 @@ class WindowJoinSpec:
 
 def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     spec = node.window_join
-    store = plan.stores.get(spec.store) if spec is not None else None
+    store = plan.store_of(node, spec.store if spec is not None else None)
     codec = plan.codec
-    if spec is None or store is None or codec is None:
-        raise TopologyError(
-            f"join {node.name!r} has no state store: run the topology with the runtime or "
-            "the TestDriver, which open its store"
-        )
+    assert spec is not None  # a windowed join always has one (builder)
+    if codec is None:
+        raise TopologyError(f"join {node.name!r} keeps envelopes: its plan needs the codec")
     left, _right = sides(plan, node)
     within, grace, keep = spec.within_ms, spec.grace_ms, spec.keep_ms
     bucket_ms = max(keep, 1000)
@@ -118,9 +116,7 @@ def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
             for other_time, _offset, other in others:
                 if abs(other_time - time_ms) <= within:
                     partner = codec.decode(other, lazy=True)
-                    out = fn(env, partner) if side == 0 else fn(partner, env)
-                    if out is not None and not isinstance(out, Envelope):
-                        raise TypeError(f"a join's function must return an Envelope, got {out!r}")
+                    out = output(fn(env, partner) if side == 0 else fn(partner, env), "a join")
                     if out is not None:
                         nxt(out)
         except StepFailed:
@@ -131,10 +127,8 @@ def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     def join_step(env: Envelope) -> None:
         record = current.record
         side = 0 if record.source_topic in left else 1
-        if env.key is None:
-            err = MissingKeyError(f"join {name!r} pairs records by key: the record has none")
-            raise StepFailed(name, err, dead_letter)
-        raw_key, time_ms = env.key.encode(), env.time_ms
+        raw_key = key_of(env, name, f"join {name!r} pairs records by key").encode()
+        time_ms = env.time_ms
         tx = store.transaction()
         clock = _TIMES[side]
         stream_time = read_stream_time(tx, clock)
