@@ -37,8 +37,10 @@ from streams.runtime.state import IN_MEMORY
 from streams.state.transaction import PartitionTransaction
 from streams.testing.memory import MemoryCluster, StoredRecord
 from streams.testing.memory.admin import MemoryClients
-from streams.topology.aggregate import read_table
+from streams.topology.aggregate import AggregateSpec, read_table
 from streams.topology.errors import TopologyError
+from streams.topology.joins import Lookup
+from streams.topology.nodes import StepKind, StepNode
 from streams.topology.partitioning import partition_for
 from streams.topology.policy import ProcessingError, ProcessingFailure
 from streams.topology.tables import copartition_problems
@@ -302,9 +304,11 @@ class TestDriver:
         Window)``; closed windows are gone. Raises TopologyError for a name that is no
         table."""
         node = self.topology.nodes.get(name)
-        spec = getattr(node, "aggregate", None) or getattr(node, "lookup", None)
+        spec: AggregateSpec | Lookup | None = None
+        if isinstance(node, StepNode):  # what keeps a table in a store of its own
+            spec = {StepKind.AGGREGATE: node.aggregate, StepKind.TABLE: node.lookup}.get(node.kind)
         state = self._runtime.state
-        if spec is None or state is None or getattr(node, "kind", None) == "join":
+        if spec is None or state is None:
             raise TopologyError(f"topology {self.topology.app_id!r} has no table {name!r}")
         payloads = self._runtime.plan.payloads
         found: dict[Any, Any] = {}
