@@ -2,13 +2,15 @@
 
 ::
 
-    [intake steps] → WaitForDue → Track → failure policy (Attempt: decode → plan) → Produce → Commit
-                     (routing)              StopSkipOrDeadLetter | RetryOrDeadLetter
+    [intake] → WaitForDue → Track → failure policy → Produce → [Timers] → Commit
+               (routing)              (Attempt: decode → plan)
+                                      StopSkipOrDeadLetter | RetryOrDeadLetter
 
 - ``intake``: steps a caller puts first (``streams replay --through`` drops records past
   the replayed range before they are tracked).
 - ``WaitForDue`` only when the topology routes failures (a retry policy on it or a step).
 - the failure policy is ``RetryOrDeadLetter`` with routing, else ``StopSkipOrDeadLetter``.
+- ``Timers`` only when a processor scheduled a timer in its ``init`` (``ctx.schedule``).
 - the attempt is traced (a span per attempt, trace context to outputs and retries) when
   an OpenTelemetry SDK is set up (``streams.observability.tracing``).
 
@@ -39,6 +41,7 @@ from streams.pipeline.offsets import Partitions, Track
 from streams.pipeline.produce import OutputSink, Produce
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Step
+from streams.pipeline.timers import Timers
 from streams.pipeline.traced import TracedAttempt
 from streams.state import StateManager
 from streams.topology.step_timer import StepTimer
@@ -92,7 +95,19 @@ def build_chain(
         attempt = Attempt(topology, codec, state, clock, step_timer)
     else:
         attempt = TracedAttempt(topology, codec, state, clock, step_timer, tracing=traced)
-    step: Step = Produce(Commit(committer, commit_interval_s), sink, stats)
+    step: Step = Commit(committer, commit_interval_s)
+    if attempt.plan.timers:
+        step = Timers(
+            step,
+            attempt,
+            owned=partitions,
+            inputs=topology.topics_read,
+            sink=sink,
+            stats=stats,
+            log=log,
+            clock=clock,
+        )
+    step = Produce(step, sink, stats)
     topics = list(topology.topics_read)
     gate: WaitForDue | None = None
     if handler is not None:

@@ -30,10 +30,12 @@ from streams.pipeline.crash_guard import CrashLoopError
 from streams.pipeline.decode import Decode
 from streams.pipeline.record import Output, Record
 from streams.state import StateManager
+from streams.state.errors import StoreClosedError
 from streams.state.transaction import PartitionTransaction
 from streams.topology.nodes import SinkNode
 from streams.topology.plan import Plan
 from streams.topology.policy import ErrorPolicy, StepFailed, dead_letter
+from streams.topology.schedule import NoRecord, Timer
 from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
 
@@ -119,6 +121,33 @@ class Attempt:
             record.outputs = outputs
             self._outputs = []
         return None
+
+    def timer(self, timer: Timer, partition: int, now_ms: int) -> list[Output] | AttemptFailure:
+        """Run ``timer`` for input ``partition`` at ``now_ms``, atomically as an attempt:
+        what it wrote (stores kept, outputs returned) or why it failed (nothing kept)."""
+        plan = self.plan
+        plan.current.record = NoRecord(partition)
+        try:
+            timer.run(now_ms)
+        except StepFailed as exc:
+            self._undo()
+            return AttemptFailure(Stage.PROCESS, exc.step, exc.error, None)
+        except StoreClosedError:
+            self._undo()
+            raise
+        except Exception as exc:  # the timer's own function (outside any step)
+            self._undo()
+            return AttemptFailure(Stage.PROCESS, timer.node, exc, None)
+        except BaseException:
+            self._undo()
+            raise
+        finally:
+            plan.current.record = None
+        for tx in self._touched:
+            tx.release()
+        self._touched.clear()
+        outputs, self._outputs = self._outputs, []
+        return outputs
 
     def carry(self, route: Route) -> Route:
         """The route of this attempt's failure as written (a traced attempt gives a retry

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, KafkaException
 
 from streams.pipeline.errors import BrokerUnavailable, DeliveryError, transient
-from streams.pipeline.record import Record
+from streams.pipeline.record import Output, Record
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Forward, Step
 
@@ -121,6 +121,14 @@ class OutputSink:
         self.fatal = False
 
 
+def send_outputs(sink: OutputSink, outputs: Sequence[Output], stats: Stats) -> None:
+    """Queue what a plan wrote (a record's outputs, a timer's), counted as produced."""
+    send = sink.send
+    for topic, key, value, headers in outputs:
+        send(topic, key=key, value=value, headers=headers)
+    stats.produced += len(outputs)
+
+
 class Produce(Forward):
     """Sends each record's outputs, then hands the record on.
 
@@ -137,10 +145,7 @@ class Produce(Forward):
     def submit(self, record: Record) -> None:
         outputs = record.outputs
         if outputs:
-            send = self._sink.send
-            for topic, key, value, headers in outputs:
-                send(topic, key=key, value=value, headers=headers)
-            self._stats.produced += len(outputs)
+            send_outputs(self._sink, outputs, self._stats)
         self.next.submit(record)
 
     def poll(self) -> None:

@@ -19,6 +19,8 @@ class Stats:
     rebalance_seconds: float = 0.0  # time spent in the rebalance callbacks
     partitions_lost: int = 0  # partitions taken away without a revoke (session timed out)
     duplicates: int = 0  # records dropped by dedup steps
+    timers: int = 0  # timer runs (one per timer, moment and partition)
+    timer_failures: int = 0  # timer runs that raised (undone, logged)
     # Failure routing counters (retried, recovered, dead_lettered, dlq_depth, by_error).
     failures: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from streams.state.store import ChangelogPartition, ChangelogStore
-from streams.state.transaction import PartitionTransaction
+from streams.state.transaction import PartitionTransaction, to_ms
 
 
 class RoutedStore:
@@ -70,3 +70,10 @@ class RoutedStore:
 
     def delete(self, key: bytes | str) -> None:
         self.transaction().delete(key)
+
+    def items(self, *, now: float | None = None) -> list[tuple[bytes, bytes]]:
+        """Every live entry of the current partition (key, value), in no set order: a
+        whole-partition scan, for a timer's sweep rather than per record."""
+        part = self.partition()
+        now_ms = to_ms(self.store.clock() if now is None else now)
+        return [(key, entry.value) for key, entry in part.items() if entry.live(now_ms)]

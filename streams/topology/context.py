@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from streams.envelope import Envelope
 from streams.topology.errors import TopologyError
+from streams.topology.schedule import Fire, Timer, interval_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +53,14 @@ class ProcessorContext:
     - ``record``: topic, partition, offset, timestamp, key and headers of the input record.
     - ``app_id``: the running app.
     - ``store(name)``: a state store the topology declares (``builder.store(name)``): a
-      ``streams.state.Transaction`` (``get/set/delete/exists``, with ``ttl``) over the
-      current record's partition; writes reach the changelog at the next commit.
+      ``streams.state.Transaction`` (``get/set/delete/exists``, with ``ttl``, and
+      ``items()``) over the current record's partition; writes reach the changelog at the
+      next commit.
+    - ``partition``: the input partition being processed (a record's, or a timer's).
+    - ``schedule(interval, fn, time=)``: in ``init``, a timer (``streams.topology.schedule``).
     """
 
-    __slots__ = ("_current", "_default", "_outputs", "_stores", "app_id", "node")
+    __slots__ = ("_current", "_default", "_outputs", "_stores", "_timers", "app_id", "node")
 
     def __init__(
         self,
@@ -65,6 +69,8 @@ class ProcessorContext:
         current: Current,
         outputs: Mapping[str, Callable[[Envelope], None]],
         stores: Mapping[str, Any] | None = None,
+        *,
+        timers: list[Timer] | None = None,
     ) -> None:
         self.app_id = app_id
         self.node = node
@@ -72,6 +78,7 @@ class ProcessorContext:
         self._outputs = dict(outputs)
         self._default = next(iter(self._outputs.values())) if len(self._outputs) == 1 else None
         self._stores = dict(stores or {})
+        self._timers = timers
 
     def forward(self, envelope: Envelope, to: str | None = None) -> None:
         """Send ``envelope`` to the output ``to`` (or the only output). Raises TopologyError
@@ -91,6 +98,39 @@ class ProcessorContext:
                 f"(declared: {sorted(self._outputs)})"
             )
         child(envelope)
+
+    def emit(self, result: Any) -> None:
+        """Forward what a processor or a timer returned: None (nothing), an envelope, or
+        an iterable of envelopes, to the only output."""
+        if result is None:
+            return
+        if isinstance(result, Envelope):
+            self.forward(result)
+        else:
+            for item in result:
+                self.forward(item)
+
+    def schedule(self, interval: float, fn: Fire, *, time: str = "stream") -> None:
+        """Run ``fn(now_ms, ctx)`` every ``interval`` seconds of ``time`` (``"stream"``:
+        the partition's event time; ``"wall"``: the clock), once per owned input partition;
+        what it returns is forwarded as ``process``'s result is. Call it from ``init``."""
+        if self._timers is None or self._current.record is not None:
+            raise TopologyError(f"processor {self.node!r}: schedule timers in init()")
+        every = interval_ms(self.node, interval, time)
+
+        def run(now_ms: int) -> None:
+            self.emit(fn(now_ms, self))
+
+        self._timers.append(Timer(self.node, every, time, run))
+
+    @property
+    def partition(self) -> int:
+        """The input partition being processed (by a record or a timer)."""
+        current = self._current.record
+        if current is None:
+            raise TopologyError("no record is being processed")
+        partition: int = current.source_partition
+        return partition
 
     @property
     def record(self) -> RecordMeta:

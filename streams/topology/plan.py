@@ -38,6 +38,7 @@ from streams.topology.errors import TopologyError
 from streams.topology.joins import build_join, build_table, build_table_join
 from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.policy import StepFailed
+from streams.topology.schedule import Timer
 from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
 from streams.topology.window_join import build_window_join
@@ -86,6 +87,8 @@ class Plan:
         self.clock = clock
         """Seconds since the epoch for dedup windows (the executor's processing clock)."""
         self.dedups: list[Dedup] = []
+        self.timers: list[Timer] = []
+        """What processors scheduled in ``init`` (``ctx.schedule``)."""
         self._compiled: dict[str, Run] = {}
         self._closers: list[Callable[[], object]] = []
         self._made: dict[str, Any] = {}  # per node, what one compilation makes for all
@@ -182,21 +185,16 @@ class Plan:
         return found
 
     def _process(self, node: StepNode, outs: dict[str, Run]) -> Run:
-        ctx = ProcessorContext(self.topology.app_id, node.name, self.current, outs, self._stores)
+        ctx = ProcessorContext(
+            self.topology.app_id, node.name, self.current, outs, self._stores, timers=self.timers
+        )
         target = self.made(node.name, lambda: self._processor(node, ctx))
         method: Callable[[Envelope, ProcessorContext], Any] = getattr(target, "process", target)
-        name, policy = node.name, node.on_error
+        name, policy, emit = node.name, node.on_error, ctx.emit
 
         def process(env: Envelope) -> None:
             try:
-                result = method(env, ctx)
-                if result is None:
-                    return
-                if isinstance(result, Envelope):
-                    ctx.forward(result)
-                else:
-                    for item in result:
-                        ctx.forward(item)
+                emit(method(env, ctx))
             except StepFailed:
                 raise
             except Exception as exc:
