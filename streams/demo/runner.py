@@ -32,6 +32,7 @@ from streams.demo.shell import step_shell
 from streams.demo.state import step_state
 from streams.demo.tables import step_tables
 from streams.demo.testing import step_testing
+from streams.demo.timers import step_timers
 from streams.demo.topology import step_topology
 from streams.demo.windows import step_windows
 from streams.examples import example_schemas
@@ -47,6 +48,7 @@ STEPS: list[Callable[[DemoContext], None]] = [
     step_failures,
     step_state,
     step_windows,
+    step_timers,
     step_tables,
     step_replay,
     step_testing,

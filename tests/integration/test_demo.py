@@ -37,6 +37,10 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient
     )
     assert re.search(r"-> \d+ closed windows, each once, as computed by hand", result.stdout)
     assert "3 late orders to revenue-late-orders" in result.stdout
+    assert re.search(r"302 orders over 5 minutes of event time -> \d+ digests", result.stdout)
+    assert "digests by a timer at each minute of event time; every order in exactly one" in (
+        result.stdout
+    )
     assert "1 deleted -> the next 8 orders: 3 silver, 4 gold, 1 unknown" in result.stdout
     assert "demo done" in result.stdout
     # Every topic of the run is gone: the inputs, and what its apps made (DLQs, changelogs).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ from structlog.testing import capture_logs
 from streams.envelope import Envelope
 from streams.testing import TestDriver
 from streams.topology import ProcessorContext, Topology, TopologyBuilder, TopologyError, owned
+from streams.topology.loader import import_file, load_topology
+from streams.topology.partitioning import partition_for
 from streams.topology.policy import ProcessingError
 
 T, V = "order.placed", 2
@@ -169,3 +172,30 @@ def test_timers_are_scheduled_in_init_with_a_positive_interval_in_a_known_time()
 
         with pytest.raises(TopologyError, match=match):
             TestDriver(topology(Bad))
+
+
+def test_the_digest_example_writes_every_order_once_in_the_minute_its_timer_ran() -> None:
+    topology = load_topology("topology/digest.py", app_id="d", params={"backend": "memory"})
+    sample = import_file(Path("topology/orders.py")).sample_orders(300, customers=6, seed=2)
+    orders = [replace(o, time=BASE + timedelta(seconds=i)) for i, o in enumerate(sample)]
+    # One more order per partition an hour on: its minute's digest takes what is left.
+    last = {partition_for((o.key or "").encode(), 2): o for o in orders}
+    ends = [replace(o, time=BASE + timedelta(hours=1)) for o in last.values()]
+    with TestDriver(topology, partitions=2) as d:
+        d.pipe("orders", [*orders, *ends])
+        digests = [e.data for e in d.read("d-digests")]
+    assert len(digests) > 6 * 5  # a digest per customer and minute, at least
+    plain: dict[str, tuple[int, int]] = {}
+    for o in [*orders, *ends]:
+        n, cents = plain.get(o.key or "", (0, 0))
+        plain[o.key or ""] = (n + 1, cents + o.data["total_cents"])
+    written: dict[str, tuple[int, int]] = {}
+    previous_end: dict[str, int] = {}
+    for g in digests:
+        n, cents = written.get(g["customer_id"], (0, 0))
+        written[g["customer_id"]] = (n + g["orders"], cents + g["revenue_cents"])
+        # Each digest covers what came after the customer's previous one, up to its timer.
+        assert g["window_start_ms"] > previous_end.get(g["customer_id"], -1)
+        assert g["window_start_ms"] <= g["window_end_ms"]
+        previous_end[g["customer_id"]] = g["window_end_ms"]
+    assert written == plain
