@@ -5,7 +5,7 @@
     expected.closed     # {(key, window start ms): [records]} of every window that closed
     expected.late       # indexes of the records every window of which had closed
 
-Tumbling, hopping and session windows. One partition's records, in the order the
+Tumbling, hopping, session and sliding windows. One partition's records, in the order the
 partition holds them (stream time is per partition: split the input with
 ``streams.topology.partitioning.partition_for`` first). A record counts in each of its
 windows that had not closed, as of the largest event time seen before it (a session
@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from streams.envelope import epoch_ms
-from streams.topology.windows import AnyWindows, Sessions, Windows
+from streams.topology.windows import AnyWindows, Sessions, Sliding, Windows
 
 
 @dataclass
@@ -36,6 +36,8 @@ class WindowOracle:
     """The end of each window (a session's: its last record's time)."""
     late: list[int] = field(default_factory=list)
     stream_time_ms: int | None = None
+    times: dict[str, list[tuple[int, Any]]] = field(default_factory=dict)
+    """Sliding windows: each key's counted records, with their times."""
 
     def closes_at(self, window: tuple[str, int]) -> int:
         spec = self.spec
@@ -63,9 +65,14 @@ def window_oracle(records: Iterable[tuple[str, datetime, Any]], spec: AnyWindows
     oracle = WindowOracle(spec)
     for i, (key, when, item) in enumerate(records):
         t = epoch_ms(when)
-        counted = (_join_session if isinstance(spec, Sessions) else _add_to_windows)(
-            oracle, key, t, item
+        add = (
+            _join_session
+            if isinstance(spec, Sessions)
+            else _slide
+            if isinstance(spec, Sliding)
+            else _add_to_windows
         )
+        counted = add(oracle, key, t, item)
         if not counted:
             oracle.late.append(i)
         seen = oracle.stream_time_ms
@@ -106,4 +113,25 @@ def _join_session(oracle: WindowOracle, key: str, t: int, item: Any) -> bool:
         del oracle.ends[kw]
     oracle.windows[key, start] = [*items, item]
     oracle.ends[key, start] = end
+    return True
+
+
+def _slide(oracle: WindowOracle, key: str, t: int, item: Any) -> bool:
+    """The record ends a window of its own, holding the key's counted records within
+    ``size`` before it, and joins the key's open windows ending within ``size`` after it."""
+    spec, seen = oracle.spec, oracle.stream_time_ms
+    assert isinstance(spec, Sliding)
+    size = spec.size_ms
+    own = (key, t - size + 1)
+    if oracle.is_closed(own, seen):
+        return False
+    times = oracle.times.setdefault(key, [])
+    if own not in oracle.windows:
+        oracle.windows[own] = [x for when, x in times if t - size < when <= t]
+        oracle.ends[own] = t + 1
+    times.append((t, item))
+    for kw in oracle.windows:
+        end = oracle.ends[kw] - 1
+        if kw[0] == key and t <= end < t + size and not oracle.is_closed(kw, seen):
+            oracle.windows[kw].append(item)
     return True

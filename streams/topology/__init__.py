@@ -17,11 +17,13 @@ from streams.topology.windows import (
     LateRecordError,
     MissingKeyError,
     Sessions,
+    Sliding,
     Update,
     Window,
     Windows,
     hopping,
     session,
+    sliding,
     tumbling,
 )
 
@@ -40,6 +42,7 @@ __all__ = [
     "RecordMeta",
     "Sessions",
     "SinkTypeError",
+    "Sliding",
     "Stream",
     "Table",
     "Topology",
@@ -54,5 +57,6 @@ __all__ = [
     "load_topology",
     "owned",
     "session",
+    "sliding",
     "tumbling",
 ]

@@ -34,6 +34,7 @@ from weakref import WeakKeyDictionary
 from streams.envelope import Envelope
 from streams.topology.joins import Lookup
 from streams.topology.policy import StepFailed, dead_letter
+from streams.topology.sliding import build_sliding, read_sliding
 from streams.topology.store_layout import (
     OPEN_WINDOWS,
     RESERVED,
@@ -54,6 +55,7 @@ from streams.topology.windows import (
     AnyWindows,
     LateRecordError,
     Sessions,
+    Sliding,
     Update,
     Window,
     Windows,
@@ -141,14 +143,10 @@ class _Aggregation:
             raise StepFailed(self.name, exc, self.policy) from exc
 
     def merge(self, values: list[bytes]) -> Any:
-        """Stored values merged, oldest first (sessions a record bridges)."""
-        merge = self.spec.merge
+        """Stored values merged, oldest first (sessions a record bridges, a sliding
+        window's records)."""
         try:
-            merged = None
-            for raw in values:
-                value = self.decode(raw)
-                merged = value if merged is None or merge is None else merge(merged, value)
-            return merged
+            return _merged(values, self.decode, self.spec.merge)
         except Exception as exc:
             raise StepFailed(self.name, exc, self.policy) from exc
 
@@ -179,6 +177,16 @@ class _Aggregation:
         return found.heap
 
 
+def _merged(
+    values: list[bytes], decode: Callable[[bytes], Any], merge: Callable[[Any, Any], Any] | None
+) -> Any:
+    merged = None
+    for raw in values:
+        value = decode(raw)
+        merged = value if merged is None or merge is None else merge(merged, value)
+    return merged
+
+
 def build_aggregate(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     agg = _Aggregation(plan, node, outs)
     windows = agg.spec.windows
@@ -186,6 +194,8 @@ def build_aggregate(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
         return _by_key(agg)
     if isinstance(windows, Sessions):
         return _sessions(agg, windows)
+    if isinstance(windows, Sliding):
+        return build_sliding(agg, windows)
     return _fixed(agg, windows)
 
 
@@ -336,6 +346,10 @@ def read_table(
     _, decode = value_codec(spec.type, spec.version, payloads)
     out: dict[Any, Any] = {}
     windows = spec.windows if isinstance(spec, AggregateSpec) else None
+    if isinstance(windows, Sliding):
+        merge = spec.merge if isinstance(spec, AggregateSpec) else None
+        assert merge is not None  # sliding aggregations have one (builder)
+        return dict(read_sliding(part, windows, lambda values: _merged(values, decode, merge)))
     for raw_key, entry in part.items():
         if windows is None:
             out[raw_key.decode()] = decode(entry.value)

@@ -48,7 +48,7 @@ from streams.topology.stores import DedupSpec, StoreSpec
 from streams.topology.tables import Aggregations, Table
 from streams.topology.topology import Topology
 from streams.topology.validation import CatalogLike, validate
-from streams.topology.windows import AnyWindows, Sessions, Windows
+from streams.topology.windows import AnyWindows, Sessions, Sliding, Windows
 
 PolicyArg = ErrorPolicy | ErrorAction | str | None
 Name = str | None
@@ -476,10 +476,12 @@ class Stream:
 
     def window(self, windows: AnyWindows) -> Aggregations:
         """Aggregations by record key and event-time window (``tumbling(...)``,
-        ``hopping(...)``, ``session(...)`` from ``streams.topology``), with its grace."""
-        if not isinstance(windows, Windows | Sessions):
+        ``hopping(...)``, ``session(...)``, ``sliding(...)`` from ``streams.topology``),
+        with its grace."""
+        if not isinstance(windows, Windows | Sessions | Sliding):
             raise TopologyError(
-                f"window needs tumbling(...), hopping(...) or session(...), got {windows!r}"
+                "window needs tumbling(...), hopping(...), session(...) or sliding(...), "
+                f"got {windows!r}"
             )
         return Aggregations(self._builder, self._edge, windows)
 

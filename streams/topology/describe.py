@@ -10,7 +10,7 @@ from streams.failures.policy import RetryPolicy
 from streams.failures.topics import FailureTopics
 from streams.topology.nodes import ANY_TYPE, DEFAULT_OUTPUT, Node, SinkNode, SourceNode, StepNode
 from streams.topology.topology import Topology
-from streams.topology.windows import Sessions
+from streams.topology.windows import AnyWindows, Sessions, Windows
 
 
 def _what(t: Topology, node: Node) -> str:
@@ -99,24 +99,10 @@ def _node_data(t: Topology, node: Node) -> dict[str, Any]:
         data["dedup"] = {"ttl_s": node.dedup.ttl, "store": node.dedup.store}
     spec = node.aggregate
     if spec is not None:
-        windows = spec.windows
         data["aggregate"] = {
             "what": spec.what,
             "value": {"type": spec.type, "version": spec.version},
-            "windows": None
-            if windows is None
-            else {
-                "kind": "session",
-                "gap_s": windows.gap_ms / 1000,
-                "grace_s": windows.grace_ms / 1000,
-            }
-            if isinstance(windows, Sessions)
-            else {
-                "kind": windows.kind,
-                "size_s": windows.size_ms / 1000,
-                "advance_s": windows.advance_ms / 1000,
-                "grace_s": windows.grace_ms / 1000,
-            },
+            "windows": _windows(spec.windows),
             "emit": spec.emit,
             "store": spec.store,
         }
@@ -196,3 +182,17 @@ def describe_mermaid(t: Topology) -> str:
             for kid in kids:
                 lines.append(f"  {nid} {arrow} {_id('n_', kid)}")
     return "\n".join(lines) + "\n"
+
+
+def _windows(windows: AnyWindows | None) -> dict[str, Any] | None:
+    if windows is None:
+        return None
+    data: dict[str, Any] = {"kind": windows.kind}
+    if isinstance(windows, Sessions):
+        data["gap_s"] = windows.gap_ms / 1000
+    else:
+        data["size_s"] = windows.size_ms / 1000
+    if isinstance(windows, Windows):
+        data["advance_s"] = windows.advance_ms / 1000
+    data["grace_s"] = windows.grace_ms / 1000
+    return data

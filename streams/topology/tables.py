@@ -34,7 +34,7 @@ from streams.topology.policy import as_policy
 from streams.topology.stores import StoreSpec, store_source, upstream_sources
 from streams.topology.values import PRIMITIVES
 from streams.topology.window_join import WindowJoinSpec
-from streams.topology.windows import AnyWindows, Sessions, Update
+from streams.topology.windows import AnyWindows, Sessions, Sliding, Update
 
 if TYPE_CHECKING:
     from streams.topology.builder import PolicyArg, Stream, TopologyBuilder
@@ -186,13 +186,14 @@ class Aggregations:
     ) -> Table:
         """``init()`` for a key's first record, then ``fn(value, envelope)`` for each;
         values are ``type`` (a primitive, or a catalog type at ``version``). Session
-        windows need ``merge(a, b)``: the value of two sessions a record bridges."""
+        windows need ``merge(a, b)``: the value of two sessions a record bridges; sliding
+        windows too: a window's value is its records' values merged."""
 
         def first(env: Envelope) -> Any:
             return fn(init(), env)
 
-        if merge is None and isinstance(self._windows, Sessions):
-            raise TopologyError("aggregate over session windows needs merge=fn(a, b)")
+        if merge is None and isinstance(self._windows, Sessions | Sliding):
+            raise TopologyError(f"aggregate over {self._windows.kind} windows needs merge=fn(a, b)")
         return self._aggregation(
             "aggregate", first, fn, type, version, emit, name, backend, on_error, merge
         )

@@ -7,7 +7,10 @@ A record belongs to the windows its envelope's ``time`` falls in:
   seconds, ``size / advance`` per record (they overlap);
 - ``session(gap)``: per key, records less than ``gap`` seconds apart make one session;
   a record that bridges two sessions merges them (their values with the aggregation's
-  ``merge``).
+  ``merge``);
+- ``sliding(size)``: one window per record, the ``size`` seconds of its key up to and
+  including it: ``(t - size, t]``, the key's last ``size`` seconds as of each record
+  (a moving count or sum). Records of a key at the same time share a window.
 
 Fixed windows are aligned to the epoch (a 60 s window starts on the minute),
 ``[start, end)``; a session's ``start`` and ``end`` are its first and last event times.
@@ -16,7 +19,7 @@ Fixed windows are aligned to the epoch (a 60 s window starts on the minute),
 store, so it holds across restarts and moves with the partition). A window **closes** when
 stream time reaches its end plus its ``grace`` (a session: its end plus gap plus grace):
 a record arriving out of order inside the grace still counts; one whose every window has
-closed is **late**: it goes to the
+closed (sliding: whose own window has) is **late**: it goes to the
 aggregation's ``late()`` stream when the topology reads it, else to the dead-letter topic
 with a ``LateRecordError`` (never dropped in silence). A hopping record late for some of
 its windows only counts in the open ones.
@@ -135,7 +138,39 @@ def session(gap: float, *, grace: float = 0) -> Sessions:
     return Sessions(gap_ms, grace_ms)
 
 
-AnyWindows = Windows | Sessions
+@dataclass(frozen=True, slots=True)
+class Sliding:
+    """A window per record: the ``size_ms`` of its key up to and including it, closing
+    ``grace_ms`` after its end."""
+
+    size_ms: int
+    grace_ms: int
+    kind = "sliding"
+
+    def window_of(self, time_ms: int) -> Window:
+        """The window a record at ``time_ms`` ends: ``(time - size, time]``."""
+        return Window(time_ms - self.size_ms + 1, time_ms + 1)
+
+    def closes_at(self, start_ms: int) -> int:
+        """Stream time at which the window starting at ``start_ms`` closes."""
+        return start_ms + self.size_ms + self.grace_ms
+
+    def describe(self) -> str:
+        return f"sliding {_seconds(self.size_ms)}, grace {_seconds(self.grace_ms)}"
+
+
+def sliding(size: float, *, grace: float = 0) -> Sliding:
+    """A window of ``size`` seconds ending at each record (its key's last ``size`` seconds
+    as of it); records up to ``grace`` seconds out of order still count."""
+    size_ms, grace_ms = _ms(size), _ms(grace)
+    if size_ms <= 0:
+        raise TopologyError(f"a sliding window's size must be positive, got {size}")
+    if grace_ms < 0:
+        raise TopologyError(f"grace must not be negative, got {grace}")
+    return Sliding(size_ms, grace_ms)
+
+
+AnyWindows = Windows | Sessions | Sliding
 
 
 def tumbling(size: float, *, grace: float = 0) -> Windows:

@@ -42,6 +42,7 @@ from streams.topology import (
     hopping,
     owned,
     session,
+    sliding,
     tumbling,
 )
 from streams.topology.loader import import_file
@@ -219,8 +220,10 @@ def counts_topology(app_id: str, source: str, windows: AnyWindows) -> Topology:
     return b.build(default_catalog())
 
 
-@pytest.mark.parametrize("windows", [hopping(30, 10, grace=5), session(4, grace=5)], ids=str)
-def test_hopping_and_session_counts_equal_the_plain_computation(  # noqa: PLR0917
+@pytest.mark.parametrize(
+    "windows", [hopping(30, 10, grace=5), session(4, grace=5), sliding(20, grace=5)], ids=str
+)
+def test_hopping_session_and_sliding_counts_equal_the_plain_computation(  # noqa: PLR0917
     windows: AnyWindows,
     kafka_bootstrap: str,
     kafka_admin: AdminClient,

@@ -25,9 +25,10 @@ from streams.topology import (
     hopping,
     owned,
     session,
+    sliding,
     tumbling,
 )
-from streams.topology.describe import describe_text
+from streams.topology.describe import describe_data, describe_text
 from streams.topology.loader import load_topology
 from streams.topology.partitioning import partition_for
 from streams.topology.windows import AnyWindows
@@ -83,7 +84,14 @@ def shuffled_input(n: int, seed: int) -> list[tuple[str, float]]:
 
 @pytest.mark.parametrize(
     "windows",
-    [tumbling(20, grace=5), hopping(30, 10, grace=5), tumbling(10), session(6, grace=5)],
+    [
+        tumbling(20, grace=5),
+        hopping(30, 10, grace=5),
+        tumbling(10),
+        session(6, grace=5),
+        sliding(20, grace=5),
+        sliding(10),
+    ],
     ids=str,
 )
 def test_counts_and_late_records_equal_a_brute_force_computation(windows: AnyWindows) -> None:
@@ -122,6 +130,24 @@ def test_updates_mode_emits_every_change_in_order() -> None:
             ("a", 60_000, 2, False),  # 75 s closes [0, 60): no final value in this mode
         ]
         assert driver.table("counts") == {("a", Window(BASE_MS + 60_000, BASE_MS + 120_000)): 2}
+
+
+def test_a_sliding_window_is_the_keys_last_size_seconds_as_of_each_record() -> None:
+    with TestDriver(windowed(sliding(10, grace=5))) as driver:
+        for key, second in [("a", 0), ("a", 4), ("b", 5), ("a", 12), ("a", 9), ("a", 30)]:
+            driver.pipe("in", order(key, second))
+        # (window start - BASE, count): each record's window is (t - 10 s, t].
+        assert [(k, s + 10_000 - 1, v) for k, s, v, _ in emitted(driver)] == [
+            ("a", 0, 1),
+            ("a", 4_000, 2),
+            ("b", 5_000, 1),
+            ("a", 12_000, 2),  # 4 and 12: 0 slid out
+            ("a", 9_000, 3),  # 9 s, out of order inside the grace: its own window (0, 4, 9)
+            ("a", 12_000, 3),  # ... and the later one it falls in (4, 9, 12)
+            ("a", 30_000, 1),
+        ]
+        # Stream time 30 s: the windows ending before 25 s closed; 30's is open.
+        assert driver.table("counts") == {("a", Window(BASE_MS + 20_001, BASE_MS + 30_001)): 1}
 
 
 def test_a_record_that_bridges_two_sessions_merges_them() -> None:
@@ -285,13 +311,21 @@ def test_a_close_undone_by_a_failure_happens_again_with_the_next_record() -> Non
         (lambda s: s.window(tumbling(60)).count(emit="sometimes"), "emit must be one of"),
         (lambda s: s.window(hopping(60, 25)), "must be a multiple of its advance"),
         (lambda s: s.window(tumbling(0)), "must be positive"),
-        (lambda s: s.window(60), r"needs tumbling\(...\), hopping\(...\) or session"),
+        (
+            lambda s: s.window(60),
+            r"needs tumbling\(...\), hopping\(...\), session\(...\) or sliding",
+        ),
         (
             lambda s: s.group_by_key().aggregate(dict, dict, type="revenue"),
             "give its catalog version",
         ),
         (lambda s: s.group_by_key().count().late(), "has no windows"),
         (lambda s: s.window(session(30)).aggregate(dict, dict, type="x", version=1), "merge="),
+        (
+            lambda s: s.window(sliding(30)).aggregate(dict, dict, type="x", version=1),
+            "sliding windows needs merge=",
+        ),
+        (lambda s: s.window(sliding(0)), "sliding window's size must be positive"),
         (lambda s: s.window(session(0)), "gap must be positive"),
     ],
 )
@@ -327,3 +361,13 @@ def test_describe_says_what_each_aggregation_keeps_and_when_it_emits() -> None:
     assert "count as long, session gap 30 s, grace 5 s, emits updates" in describe_text(
         b.build(default_catalog())
     )
+    b = TopologyBuilder("app")
+    b.source("in", type=T, version=V).window(sliding(600, grace=30)).count(name="s").to_stream(
+        echo
+    ).to(owned("out"), type=T, version=V)
+    sliding_topology = b.build(default_catalog())
+    assert "count as long, sliding 600 s, grace 30 s, emits updates" in describe_text(
+        sliding_topology
+    )
+    (step,) = [n for n in describe_data(sliding_topology)["nodes"] if n.get("aggregate")]
+    assert step["aggregate"]["windows"] == {"kind": "sliding", "size_s": 600.0, "grace_s": 30.0}

@@ -22,7 +22,17 @@ from streams.topology import Topology, load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(streams.__file__).resolve().parent
-EXAMPLES = ["dedup", "enrich", "mirror", "orders", "payments", "profiles", "revenue", "shipping"]
+EXAMPLES = [
+    "dedup",
+    "digest",
+    "enrich",
+    "mirror",
+    "orders",
+    "payments",
+    "profiles",
+    "revenue",
+    "shipping",
+]
 # Example apps of other frameworks, shipped alongside (not topologies): Faust interop.
 OTHER_APPS = ["faust_shipping"]
 
@@ -52,7 +62,7 @@ def test_every_example_loads_as_a_topology_from_any_directory(
 def test_an_unknown_example_is_refused_with_the_names_there_are(name: str) -> None:
     with pytest.raises(
         LookupError,
-        match="examples: dedup, enrich, faust_shipping, mirror, orders, payments, profiles, rev",
+        match="examples: dedup, digest, enrich, faust_shipping, mirror, orders, payments, profil",
     ):
         example_path(name)
 
