@@ -1,4 +1,5 @@
-"""Revenue per customer per minute: a tumbling window, final results only.
+"""Revenue per customer per minute (a tumbling window, final results only), and each
+payment with its order (a join within a window).
 
 Reads ``order.placed`` (as v2) from ``input`` (default ``orders``, keyed by customer);
 sums each customer's orders per 1-minute window of event time (the envelope's ``time``),
@@ -7,7 +8,15 @@ passes a window's end plus the grace, writes one ``customer.revenue`` v1 per cus
 window to ``<app>-revenue``. An order later than that goes to ``<app>-late-orders``. The
 running sums live in the changelog-backed RocksDB store ``revenue``.
 
+With ``payments`` (a topic of ``payment.captured`` v1 keyed by order id), each payment is
+joined with its order: the orders are written again keyed by order id to
+``<app>-orders-by-id`` (as many partitions as the payments: co-partitioned), and a
+payment and an order of the same id at most an hour apart (event time) make one
+``payment.enriched`` v1 (the payment with its order's customer and total), to
+``<app>-paid``, whichever of the two comes first.
+
     streams run topology/revenue.py --app-id revenue --set input=orders
+    streams run topology/revenue.py --app-id revenue --set input=orders --set payments=payments
 """
 
 from __future__ import annotations
@@ -53,8 +62,29 @@ def revenue(update: Update) -> Envelope:
     return Envelope.new("customer.revenue", data, key=update.key, source="revenue")
 
 
+def order_id(order: Envelope) -> str:
+    return str(order.data["order_id"])
+
+
+def with_order(payment: Envelope, order: Envelope) -> Envelope:
+    p = payment.data
+    data = {
+        "payment_id": p["payment_id"],
+        "order_id": p["order_id"],
+        "customer_id": order.data["customer_id"],
+        "amount_cents": p["amount_cents"],
+        "currency": p["currency"],
+        "order_total_cents": order.data["total_cents"],
+    }
+    return payment.follow("payment.enriched", data, version=1)
+
+
 def build(
-    app_id: str = "revenue", input: str = "orders", grace: str = "10", backend: str = "rocksdb"
+    app_id: str = "revenue",
+    input: str = "orders",
+    grace: str = "10",
+    backend: str = "rocksdb",
+    payments: str = "",
 ) -> Topology:
     builder = TopologyBuilder(app_id, description="revenue per customer per minute")
     orders = builder.source(input, type="order.placed", version=2, name="orders")
@@ -71,4 +101,15 @@ def build(
         owned("revenue"), type="customer.revenue", version=1, name="revenue-out"
     )
     per_minute.late().to(owned("late-orders"), type="order.placed", version=2, name="late-out")
+    if payments:
+        orders.rekey(order_id, name="by-order-id").to(
+            owned("orders-by-id"), type="order.placed", version=2, name="orders-by-id-out"
+        )
+        by_id = builder.source(
+            owned("orders-by-id"), type="order.placed", version=2, name="orders-by-id"
+        )
+        paid = builder.source(payments, type="payment.captured", version=1, name="payments")
+        paid.join_within(
+            by_id, with_order, within=3600, grace=60, name="with-order", backend=backend
+        ).to(owned("paid"), type="payment.enriched", version=1, name="paid-out")
     return builder.build()

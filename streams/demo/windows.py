@@ -1,10 +1,13 @@
-"""The windows step of the demo: revenue per customer per minute (``topology/revenue.py``).
+"""The windows step of the demo: revenue per customer per minute, and payments joined
+with their orders (``topology/revenue.py``).
 
 Orders of a few customers over six minutes of event time (the envelopes' ``time``), some
 a few seconds out of order, three far behind. The example sums them per customer and
 1-minute tumbling window with a 10 s grace and writes each window once, when it closes;
-the three late orders go to the late topic. Raises RuntimeError unless what comes out
-equals ``window_oracle``'s plain computation, partition by partition.
+the three late orders go to the late topic. Payments come for some orders, a minute after
+them, and a few two hours after (too late to meet their order within the hour). Raises
+RuntimeError unless what comes out equals the plain computation: ``window_oracle``'s,
+partition by partition, and the pairs of a payment and its order within the hour.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
+from streams.admin import admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
 from streams.demo.running import running
@@ -46,11 +50,38 @@ def _orders(count: int) -> list[Envelope]:
     return out
 
 
+def _payments(orders: list[Envelope]) -> tuple[list[Envelope], int]:
+    """A payment for every fourth order, a minute after it (every 20th: two hours after),
+    and how many of them meet their order within the hour."""
+    out, met = [], 0
+    for n, order in enumerate(orders[::4]):
+        late = n % 5 == 4
+        data = {
+            "payment_id": f"p-{n}",
+            "order_id": order.data["order_id"],
+            "amount_cents": order.data["total_cents"],
+            "currency": "EUR",
+            "method": "CARD",
+        }
+        env = Envelope.new("payment.captured", data, key=order.data["order_id"])
+        out.append(replace(env, time=order.time + timedelta(hours=2 if late else 0, minutes=1)))
+        met += not late
+    return sorted(out, key=lambda p: p.time), met  # each topic in time order
+
+
 def step_windows(ctx: DemoContext, count: int = 360) -> None:
-    """Six minutes of orders -> revenue per customer per closed minute; late ones aside."""
-    topology, source = ctx.example("revenue", "revenue", source="revenue-in", partitions=PARTITIONS)
+    """Six minutes of orders -> revenue per customer per closed minute; late ones aside;
+    payments joined with their orders."""
+    payments_topic = ctx.topic("revenue-payments")
+    create_topic(admin_client(ctx.bootstrap), payments_topic, partitions=PARTITIONS)
+    topology, source = ctx.example(
+        "revenue", "revenue", source="revenue-in", partitions=PARTITIONS, payments=payments_topic
+    )
     orders = _orders(count)
-    produce_envelopes(ctx.bootstrap, source, orders, AvroCodec(default_catalog()))
+    codec = AvroCodec(default_catalog())
+    produce_envelopes(ctx.bootstrap, source, orders, codec)
+    payments, met = _payments(orders)
+    produce_envelopes(ctx.bootstrap, payments_topic, payments, codec)
     spec = tumbling(60, grace=10)  # what the example declares
     closed: dict[tuple[str, int], tuple[int, int]] = {}
     late = 0
@@ -64,12 +95,16 @@ def step_windows(ctx: DemoContext, count: int = 360) -> None:
         late += len(oracle.late)
     out_of_order = sum(1 for a, b in pairwise(orders) if b.time < a.time)
 
-    revenue, late_topic = topology.topics_written
+    revenue, late_topic, _by_id, paid_topic = topology.topics_written
     with tempfile.TemporaryDirectory(prefix="streams-demo-windows-") as state_dir:
         config = RuntimeConfig(bootstrap=ctx.bootstrap, state_dir=state_dir)
         with running(topology, config) as runtime:
-            wait_until(lambda: runtime.stats.consumed >= count, 60, what="the orders consumed")
-    codec = AvroCodec(default_catalog())
+            total = 2 * count + len(payments)  # orders, again by id, and payments
+            wait_until(lambda: runtime.stats.consumed >= total, 60, what="the input consumed")
+    with TopicReader(ctx.bootstrap, paid_topic) as reader:
+        reader.wait_for(lambda rs: len(rs) >= met, 30, what="the paid orders")
+        reader.poll(0.5)  # one too many would be here by now
+        paid = len(reader.records)
     with TopicReader(ctx.bootstrap, revenue) as reader:
         reader.wait_for(lambda rs: len(rs) >= len(closed), 30, what="the closed windows")
         reader.poll(0.5)
@@ -79,10 +114,10 @@ def step_windows(ctx: DemoContext, count: int = 360) -> None:
     got = {
         (d["customer_id"], d["window_start_ms"]): (d["orders"], d["revenue_cents"]) for d in found
     }
-    if got != closed or len(found) != len(closed) or late_seen != late:
+    if got != closed or len(found) != len(closed) or late_seen != late or paid != met:
         raise RuntimeError(
-            f"windows demo: {len(found)} windows out ({len(got)} distinct), {late_seen} late; "
-            f"expected {len(closed)} windows, {late} late"
+            f"windows demo: {len(found)} windows out ({len(got)} distinct), {late_seen} late, "
+            f"{paid} paid; expected {len(closed)} windows, {late} late, {met} paid"
         )
     sample = max(found, key=lambda d: d["orders"])
     at = datetime.fromtimestamp(sample["window_start_ms"] / 1000, UTC).strftime("%H:%M")
@@ -93,4 +128,10 @@ def step_windows(ctx: DemoContext, count: int = 360) -> None:
         f"once, as computed by hand (e.g. {sample['customer_id']} at {at}: "
         f"{sample['orders']} orders, {sample['revenue_cents'] / 100:,.2f} EUR); "
         f"{late_seen} late orders to {late_topic.removeprefix(ctx.prefix + '-')}",
+    )
+    ctx.say(
+        "join",
+        f"{len(payments)} payments joined with their orders within the hour of event time "
+        f"-> {paid} to {paid_topic.removeprefix(ctx.prefix + '-')}, as counted by hand "
+        f"({len(payments) - paid} came two hours late: no order to meet)",
     )

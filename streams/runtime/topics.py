@@ -14,15 +14,18 @@ from streams.topology.tables import copartition_problems
 def prepare_topics(admin: AdminClient, topology: Topology, timeout_s: float = 30.0) -> int:
     """Check the source topics exist and create missing owned topics with as many
     partitions as the widest source (so keys keep their partition count). Returns that
-    partition count. Raises MissingTopicError naming a source topic that does not exist."""
+    partition count. Raises MissingTopicError naming a source topic that does not exist
+    (an owned topic the topology reads, such as a repartition topic, is created)."""
     metadata = admin.list_topics(timeout=timeout_s)
     widest = 1
-    internal = set(topology.repartition_topics)  # read, but owned: created below
+    ours = {o.name for o in topology.owned_topics}
+    internal: set[str] = set()  # read, but owned and not there yet: created below
     counts: dict[str, int] = {}
     for topic in topology.topics_read:
-        if topic in internal:
-            continue
         meta = metadata.topics.get(topic)
+        if (meta is None or meta.error is not None) and topic in ours:
+            internal.add(topic)
+            continue
         if meta is None or meta.error is not None:
             raise MissingTopicError(
                 f"topology {topology.app_id!r} reads topic {topic!r}, which does not exist"

@@ -102,12 +102,27 @@ def _topics(t: Topology) -> list[str]:
         bad = check_topic(topic)
         if bad:
             out.append(f"sink {sink.name!r}: {bad}")
-        if topic in read and sink.type != ANY_TYPE:  # a repartition topic is read back
+        # A topic written and read back is a loop when what reads it leads to what writes
+        # it (a record would go round for ever); else it is a stage (orders rekeyed to a
+        # topic of their own, read by a join).
+        if topic in read and sink.name in _downstream(t, read[topic]):
             out.append(
                 f"cycle through topic {topic!r}: sink {sink.name!r} writes the topic "
                 f"source {read[topic]!r} reads"
             )
     return out
+
+
+def _downstream(t: Topology, start: str) -> set[str]:
+    """Every node records from ``start`` reach, through steps (not through topics)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for kids in t.children(todo.pop()).values():
+            fresh = [k for k in kids if k not in seen]
+            seen.update(fresh)
+            todo += fresh
+    return seen
 
 
 def _dead_ends(t: Topology) -> list[str]:

@@ -37,6 +37,9 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient
     )
     assert re.search(r"-> \d+ closed windows, each once, as computed by hand", result.stdout)
     assert "3 late orders to revenue-late-orders" in result.stdout
+    assert "90 payments joined with their orders within the hour of event time -> 72" in (
+        result.stdout
+    )
     assert re.search(r"302 orders over 5 minutes of event time -> \d+ digests", result.stdout)
     assert "digests by a timer at each minute of event time; every order in exactly one" in (
         result.stdout

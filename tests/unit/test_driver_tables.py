@@ -258,3 +258,42 @@ def test_a_table_join_changes_with_either_table_and_forgets_deleted_keys() -> No
             "a|silver:2",
             "a|None",
         ]
+
+
+def payment(n: int, order_id: str, cents: int) -> Envelope:
+    data = {"payment_id": f"p{n}", "order_id": order_id, "amount_cents": cents}
+    return Envelope.new(
+        "payment.captured", {**data, "currency": "EUR", "method": "CARD"}, key=order_id
+    )
+
+
+def test_revenue_joins_each_payment_with_its_order_within_an_hour_whichever_comes_first() -> None:
+    topology = load_topology(
+        "topology/revenue.py", app_id="r", params={"backend": "memory", "payments": "payments"}
+    )
+    rng = random.Random(8)
+    orders = [at(order(n, f"c{n % 3}"), n * 60) for n in range(40)]
+    sent = []
+    for n, o in enumerate(orders):
+        for k in range(rng.choice([0, 1, 2])):  # none, one or two payments per order
+            delay = rng.choice([-120, 30, 1800, 3500, 3700, 7200])  # some before, some too late
+            sent.append(at(payment(n * 10 + k, o.data["order_id"], n), n * 60 + delay))
+    events = sorted(
+        [("orders", o) for o in orders] + [("payments", p) for p in sent], key=lambda e: e[1].time
+    )
+    with TestDriver(topology, partitions=2) as driver:
+        for topic, env in events:
+            driver.pipe(topic, env)
+        got = sorted(
+            (e.data["payment_id"], e.data["customer_id"], e.data["order_total_cents"])
+            for e in driver.read("r-paid")
+        )
+        assert driver.dead_letters == []
+    by_id = {o.data["order_id"]: o for o in orders}
+    want = sorted(
+        (p.data["payment_id"], o.data["customer_id"], o.data["total_cents"])
+        for p in sent
+        for o in [by_id[p.data["order_id"]]]
+        if abs((p.time - o.time).total_seconds()) <= 3600
+    )
+    assert got == want and 10 < len(want) < len(sent)
