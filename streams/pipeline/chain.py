@@ -2,12 +2,14 @@
 
 ::
 
-    [intake] → WaitForDue → Track → failure policy → Produce → [Timers] → Commit
-               (routing)              (Attempt: decode → plan)
-                                      StopSkipOrDeadLetter | RetryOrDeadLetter
+    [intake] → [TimeOrder] → [WaitForDue] → Track → failure policy → Produce → [Timers] → Commit
+                              (routing)             (Attempt: decode → plan)
+                                                    StopSkipOrDeadLetter | RetryOrDeadLetter
 
 - ``intake``: steps a caller puts first (``streams replay --through`` drops records past
   the replayed range before they are tracked).
+- ``TimeOrder`` first when a stream joins a table read from a topic: the two are read
+  in event-time order.
 - ``WaitForDue`` only when the topology routes failures (a retry policy on it or a step).
 - the failure policy is ``RetryOrDeadLetter`` with routing, else ``StopSkipOrDeadLetter``.
 - ``Timers`` only when a processor scheduled a timer in its ``init`` (``ctx.schedule``).
@@ -25,7 +27,6 @@ from dataclasses import dataclass
 
 from streams.codec import Codec
 from streams.failures.handler import FailureHandler
-from streams.failures.retry_consumer import PartitionControl
 from streams.logs import Logger
 from streams.observability.tracing import tracing
 from streams.pipeline.commit import Commit, Committer
@@ -41,9 +42,11 @@ from streams.pipeline.offsets import Partitions, Track
 from streams.pipeline.produce import OutputSink, Produce
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Step
+from streams.pipeline.time_order import OrderControl, TimeOrder
 from streams.pipeline.timers import Timers
 from streams.pipeline.traced import TracedAttempt
 from streams.state import StateManager
+from streams.topology.joins import stream_table_sides
 from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
 
@@ -77,7 +80,7 @@ def build_chain(
     sink: OutputSink,
     partitions: Partitions,
     committer: Committer,
-    consumer: PartitionControl,
+    consumer: OrderControl,
     stats: Stats,
     log: Logger,
     clock: Callable[[], float],
@@ -137,6 +140,11 @@ def build_chain(
             on_skip=on_skip,
         )
         step = Track(step, partitions, stats)
+    sides = stream_table_sides(topology)
+    if sides:
+        step = TimeOrder(
+            step, sides=sides, decode=attempt.decode, consumer=consumer, partitions=partitions
+        )
     for wrap in reversed(intake):
         step = wrap(step)
     return Chain(step, attempt, gate, topics)

@@ -41,6 +41,8 @@ class Decode:
         self._reads_headers = getattr(codec, "reads_headers", True)
 
     def __call__(self, record: Record) -> Envelope:
+        if record.envelope is not None:  # decoded already (``TimeOrder`` read its time)
+            return record.envelope
         source = self._sources[record.source_topic]
         if source.table and record.value is None:  # a table's tombstone: the key deleted
             key = record.key.decode() if record.key is not None else None

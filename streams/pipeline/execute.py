@@ -77,7 +77,8 @@ class Attempt:
             payloads=getattr(codec, "payloads", None),  # the catalog's, for typed stores
             codec=codec,
         )
-        self._decode = Decode(codec, self.plan.sources)
+        self.decode = Decode(codec, self.plan.sources)
+        """Reads a record as its source declares (``TimeOrder`` reads event times with it)."""
 
     def _partition(self) -> int:
         record: Record | None = self.plan.current.record
@@ -95,7 +96,7 @@ class Attempt:
         if po is not None and po.guard is not None and po.guard.condemned == record.offset:
             return _condemned(record, po.guard.limit)
         try:
-            env = self._decode(record)
+            env = self.decode(record)
         except DecodeError as exc:
             return AttemptFailure(Stage.DECODE, "decode", exc, None)
         plan, touched = self.plan, self._touched

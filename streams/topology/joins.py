@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from streams.envelope import Envelope, Tombstone
 from streams.topology.errors import TopologyError
+from streams.topology.nodes import StepKind
 from streams.topology.policy import StepFailed
 from streams.topology.stores import upstream_sources
 from streams.topology.values import value_codec
@@ -25,6 +26,7 @@ from streams.topology.windows import Update, key_of, output
 if TYPE_CHECKING:
     from streams.topology.nodes import StepNode
     from streams.topology.plan import Plan, Run
+    from streams.topology.topology import Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,23 @@ def sides(plan: Plan, node: StepNode) -> tuple[set[str], set[str]]:
             "streams or tables needs them from different topics"
         )
     return left, right
+
+
+def stream_table_sides(topology: Topology) -> list[tuple[list[str], list[str]]]:
+    """For each join of a stream with a table read from topics: the stream's source topics
+    and the table's (read in event-time order: ``streams.pipeline.time_order``)."""
+    out = []
+    for node in topology.nodes.values():
+        lookup = getattr(node, "lookup", None)
+        if getattr(node, "kind", None) is not StepKind.JOIN or lookup is None:
+            continue
+        store = topology.stores.get(lookup.store)
+        owner = store.owner if store is not None else None
+        table = upstream_sources(topology, owner) if owner else []
+        stream = [t for t in upstream_sources(topology, node.name) if t not in table]
+        if stream and table:
+            out.append((stream, table))
+    return out
 
 
 def _lookup(plan: Plan, node: StepNode) -> tuple[Lookup, Any]:

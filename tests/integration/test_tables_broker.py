@@ -184,3 +184,45 @@ def test_a_five_minute_windowed_join_matches_a_brute_force_join(
         assert instance.stop(30) is None
     out = kafka_io.wait_for_records(f"{app_id}-pairs", len(want))
     assert sorted((m.key() or b"").decode() for m in out) == want
+
+
+def test_a_replayed_history_joins_each_order_with_the_profile_of_its_time(
+    kafka_bootstrap: str, kafka_admin: AdminClient, kafka_io: KafkaIO, app_id: str
+) -> None:
+    """Two hours of profile changes and of orders, both topics written in full before the
+    app starts (a first start on history, a replay): the two are fetched side by side, one
+    ahead of the other, yet each order sees its customer's tier as it was at the order's
+    time, not the one the topic ends with."""
+    orders, customers = f"{app_id}-in-orders", f"{app_id}-in-customers"
+    create_topic(kafka_admin, orders, partitions=PARTITIONS)
+    create_topic(
+        kafka_admin, customers, partitions=PARTITIONS, config={"cleanup.policy": "compact"}
+    )
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    names = ["bronze", "silver", "gold", "platinum"]
+    changes = [  # each customer's tier changes every ten minutes (one second past)
+        dataclasses.replace(
+            profile(c, names[(k + i) % 4]), time=start + timedelta(minutes=10 * k, seconds=1)
+        )
+        for k in range(12)
+        for i, c in enumerate(CUSTOMERS)
+    ]
+    sent = [  # an order per customer every 30 s
+        dataclasses.replace(order(n * 100 + i, c), time=start + timedelta(seconds=30 * n))
+        for n in range(1, 240)
+        for i, c in enumerate(CUSTOMERS)
+    ]
+    kafka_io.produce(customers, changes)
+    kafka_io.produce(orders, sent)
+
+    def tier_at(customer: str, when: datetime) -> str:
+        mine = [p for p in changes if p.key == customer and p.time <= when]
+        return mine[-1].data["tier"]
+
+    settings = {"input": orders, "customers": customers}
+    with TopologyProcess(PROFILES, kafka_bootstrap, app_id=app_id, settings=settings):
+        out = kafka_io.wait_for_envelopes(f"{app_id}-enriched", len(sent), timeout=120)
+    want = {o.data["order_id"]: tier_at(o.key or "", o.time) for o in sent}
+    seen = tiers(out)
+    wrong = [k for k in want if seen.get(k) != want[k]]
+    assert wrong == [], f"{len(wrong)} of {len(want)} orders saw another tier, e.g. {wrong[:3]}"

@@ -1,0 +1,179 @@
+"""The ``TimeOrder`` step: a stream and the table it joins, read in event-time order.
+
+A stream-table join (``stream.join(table, fn)`` of a table read from a topic) should
+see each key's value as of the record's time: a table update that happened before an
+order is in the table when the order is joined, one that happened after is not. The two
+topics are fetched side by side, though, and either may be ahead: at a first start or a
+replay, a whole topic of profiles may arrive before the orders of last year.
+
+So, as Kafka Streams does with the partitions of one task, the records of such a join's
+co-partitioned topics are handed on smallest event time first (per partition number,
+each partition's own order kept). A record waits while a partition of the other side has
+nothing in hand but records not read yet (its lag): one of them may be earlier. Waiting
+records stay here, per partition, until that partition has read up to their time, has
+nothing more to read, or has a record in hand (the earlier of the two goes first); a
+partition with ``max_waiting`` records waiting is paused until half of them went on (a
+memory bound). Nothing waiting is tracked yet, so no offset commits past it.
+
+``submit`` takes the records of those topics (others pass straight on); ``poll`` hands on
+what may go, then serves the rest of the chain. A record read again at or before one in
+hand (the consumer went back: a recovery rewound the partition) replaces what was in
+hand from there. Event times come from the envelope, decoded once here for ``Decode`` to
+reuse; a record that does not decode (or a tombstone) never waits: the attempt fails it
+or deletes its key at once.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Collection, Sequence
+from typing import Any, Protocol
+
+from confluent_kafka import TopicPartition
+
+from streams.codec import DecodeError
+from streams.coordinates import TP
+from streams.envelope import Tombstone
+from streams.pipeline.decode import Decode
+from streams.pipeline.offsets import Partitions
+from streams.pipeline.record import Record
+from streams.pipeline.step import Forward, Step
+
+_EARLIEST = -(1 << 62)  # a record that never waits
+_UNKNOWN_MARK = 0  # a cached high watermark below this was not fetched yet
+
+
+class OrderControl(Protocol):
+    """What the step needs of the consumer, and the retry gate besides
+    (``confluent_kafka.Consumer`` is one)."""
+
+    def pause(self, partitions: list[TopicPartition], /) -> None: ...
+    def resume(self, partitions: list[TopicPartition], /) -> None: ...
+    def seek(self, partition: TopicPartition, /) -> None: ...
+    def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float = ..., cached: bool = ...
+    ) -> Any: ...
+
+
+class TimeOrder(Forward):
+    """Hands on the records of joined topics smallest event time first (see the module
+    docstring). ``sides``: for each join, the topics of its stream and of its table."""
+
+    def __init__(
+        self,
+        next: Step,
+        *,
+        sides: Sequence[tuple[Collection[str], Collection[str]]],
+        decode: Decode,
+        consumer: OrderControl,
+        partitions: Partitions,
+        max_waiting: int = 10_000,
+    ) -> None:
+        super().__init__(next)
+        self._others: dict[str, set[str]] = {}  # topic -> the topics of the other side
+        for stream, table in sides:
+            for mine, theirs in ((stream, table), (table, stream)):
+                for topic in mine:
+                    self._others.setdefault(topic, set()).update(theirs)
+        self._decode = decode
+        self._consumer = consumer
+        self._partitions = partitions
+        self._max = max_waiting
+        self._held: dict[TP, deque[tuple[int, Record]]] = {}  # in hand: (event time, record)
+        self._read: dict[TP, int] = {}  # the largest event time handed on, per partition
+        self._paused: set[TP] = set()
+
+    def submit(self, record: Record) -> None:
+        if record.topic not in self._others:
+            self.next.submit(record)
+            return
+        tp = (record.topic, record.partition)
+        held = self._held.get(tp)
+        if held is None:
+            held = self._held[tp] = deque()
+        elif held and held[-1][1].offset >= record.offset:  # read again: the consumer went back
+            while held and held[-1][1].offset >= record.offset:
+                held.pop()
+        held.append((self._time(record), record))
+
+    def poll(self) -> None:
+        self._hand_on()
+        self._bound()
+        self.next.poll()
+
+    def revoked(self, partitions: Sequence[TP]) -> None:
+        for tp in partitions:
+            self._held.pop(tp, None)
+            self._read.pop(tp, None)
+            self._paused.discard(tp)
+        self.next.revoked(partitions)
+
+    # -- the order ---------------------------------------------------------------------------
+    def _time(self, record: Record) -> int:
+        try:
+            env = self._decode(record)
+        except DecodeError:
+            return _EARLIEST
+        return _EARLIEST if isinstance(env, Tombstone) else env.time_ms
+
+    def _hand_on(self) -> None:
+        """Each partition number's smallest event time first, while it may go."""
+        held = self._held
+        heads = [(q[0][0], tp) for tp, q in held.items() if q]
+        heapq.heapify(heads)
+        while heads:
+            time_ms, tp = heapq.heappop(heads)
+            if not self._may_go(tp, time_ms):
+                continue  # waits; the other partitions go on
+            queue = held[tp]
+            _, record = queue.popleft()
+            if time_ms > self._read.get(tp, _EARLIEST):
+                self._read[tp] = time_ms
+            self.next.submit(record)
+            if queue:
+                heapq.heappush(heads, (queue[0][0], tp))
+
+    def _may_go(self, tp: TP, time_ms: int) -> bool:
+        """Whether no partition of the other side can still bring an earlier record: each
+        has a record in hand (the heap takes the earlier first), has read up to
+        ``time_ms``, or has nothing more to read."""
+        if time_ms == _EARLIEST:
+            return True
+        partition = tp[1]
+        for topic in self._others[tp[0]]:
+            other = (topic, partition)
+            if self._held.get(other) or self._read.get(other, _EARLIEST) >= time_ms:
+                continue
+            if self._lag(other):
+                return False
+        return True
+
+    def _lag(self, tp: TP) -> bool:
+        """Whether ``tp`` has records not read yet (not assigned here: no). Where it is
+        comes from the chain: nothing of it is in hand, so it is where its last record
+        handed on left it, or at its committed offset."""
+        po = self._partitions.get(tp)
+        if po is None:
+            return False
+        offset = po.position if po.position is not None else po.committed
+        if offset is None:
+            return False
+        part = TopicPartition(*tp)
+        _low, high = self._consumer.get_watermark_offsets(part, cached=True)
+        if high < _UNKNOWN_MARK:  # not fetched yet: ask the broker
+            _low, high = self._consumer.get_watermark_offsets(part, timeout=5.0)
+        return bool(high > offset)
+
+    def _bound(self) -> None:
+        """Pause the partitions with too much in hand, resume those down to half."""
+        full = [
+            tp for tp, q in self._held.items() if len(q) >= self._max and tp not in self._paused
+        ]
+        if full:
+            self._paused.update(full)
+            self._consumer.pause([TopicPartition(*tp) for tp in full])
+        drained = [tp for tp in self._paused if len(self._held.get(tp, ())) <= self._max // 2]
+        if drained:
+            self._paused.difference_update(drained)
+            self._consumer.resume([TopicPartition(*tp) for tp in drained])
