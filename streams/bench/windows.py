@@ -1,7 +1,7 @@
 """Section ``windows``: what a tumbling-window count costs, against dedup on the same broker.
 
-Two ``streams run`` instances, alternating, each over the same input topic (``--records``
-placed orders, 500 keys, event times 1 ms apart so that a 1-minute window closes every
+Two ``streams run`` instances, alternating, each over the same input topic (1M placed
+orders, or ``--records`` when more; ``--quick``: ``--records``; 500 keys, event times 1 ms apart so that a 1-minute window closes every
 60,000 records, 4 partitions), each to its own output, at-least-once:
 
 * ``topology/dedup.py`` (RocksDB store, 7-day window): the baseline, a store read and a
@@ -46,6 +46,7 @@ WINDOW_COUNT = Path(__file__).with_name("window_count.py")
 TARGET = 0.7  # the window count at least 0.7 of dedup's throughput
 RSS_TARGET_MB = 250
 STORE_KEYS = 1_000_000  # keys in the window store of the RSS run (full bench)
+RECORDS = 1_000_000  # records of the throughput runs (full bench)
 KEYS = 500  # keys of the throughput input
 ROUNDS = 2
 CHUNK = 100_000  # envelopes built, encoded and written at a time (bounds this process)
@@ -72,7 +73,7 @@ def _write(ctx: BenchContext, hint: str, orders: Iterator[Envelope]) -> str:
 
 
 def run(ctx: BenchContext) -> list[Row]:
-    n = ctx.records
+    n = ctx.records if ctx.quick else max(ctx.records, RECORDS)
     stored = n if ctx.quick else max(n, STORE_KEYS)
     source = _write(ctx, "windows-in", _orders(n, keys=KEYS, step_ms=1))
     rounds = 1 if ctx.quick else ROUNDS
