@@ -1,8 +1,9 @@
 """Section ``windows``: what a tumbling-window count costs, against dedup on the same broker.
 
 Two ``streams run`` instances, alternating, each over the same input topic (1M placed
-orders, or ``--records`` when more; ``--quick``: ``--records``; 500 keys, event times 1 ms apart so that a 1-minute window closes every
-60,000 records, 4 partitions), each to its own output, at-least-once:
+orders, or ``--records`` when more; ``--quick``: ``--records``; 500 keys, event times
+1 ms apart so that a 1-minute window closes every 60,000 records, 4 partitions), each to
+its own output, at-least-once:
 
 * ``topology/dedup.py`` (RocksDB store, 7-day window): the baseline, a store read and a
   buffered write per record (see section ``dedup``);

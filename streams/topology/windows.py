@@ -130,12 +130,7 @@ class Sessions:
 def session(gap: float, *, grace: float = 0) -> Sessions:
     """Sessions of each key: a record within ``gap`` seconds of a session joins it (two
     sessions it bridges merge); records up to ``grace`` seconds out of order still count."""
-    gap_ms, grace_ms = _ms(gap), _ms(grace)
-    if gap_ms <= 0:
-        raise TopologyError(f"a session gap must be positive, got {gap}")
-    if grace_ms < 0:
-        raise TopologyError(f"grace must not be negative, got {grace}")
-    return Sessions(gap_ms, grace_ms)
+    return Sessions(_positive_ms(gap, "a session gap"), _grace_ms(grace))
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,12 +157,7 @@ class Sliding:
 def sliding(size: float, *, grace: float = 0) -> Sliding:
     """A window of ``size`` seconds ending at each record (its key's last ``size`` seconds
     as of it); records up to ``grace`` seconds out of order still count."""
-    size_ms, grace_ms = _ms(size), _ms(grace)
-    if size_ms <= 0:
-        raise TopologyError(f"a sliding window's size must be positive, got {size}")
-    if grace_ms < 0:
-        raise TopologyError(f"grace must not be negative, got {grace}")
-    return Sliding(size_ms, grace_ms)
+    return Sliding(_positive_ms(size, "a sliding window's size"), _grace_ms(grace))
 
 
 AnyWindows = Windows | Sessions | Sliding
@@ -182,11 +172,9 @@ def tumbling(size: float, *, grace: float = 0) -> Windows:
 def hopping(size: float, advance: float, *, grace: float = 0) -> Windows:
     """Windows of ``size`` seconds, a new one every ``advance`` seconds (``size`` must be a
     multiple of it); records up to ``grace`` seconds out of order still count."""
-    size_ms, advance_ms, grace_ms = _ms(size), _ms(advance), _ms(grace)
+    size_ms, advance_ms, grace_ms = _ms(size), _ms(advance), _grace_ms(grace)
     if size_ms <= 0 or advance_ms <= 0:
         raise TopologyError(f"window size and advance must be positive, got {size}, {advance}")
-    if grace_ms < 0:
-        raise TopologyError(f"grace must not be negative, got {grace}")
     if advance_ms > size_ms or size_ms % advance_ms:
         raise TopologyError(
             f"a hopping window's size ({size} s) must be a multiple of its advance ({advance} s)"
@@ -213,6 +201,20 @@ class Update:
 
 def _ms(seconds: float) -> int:
     return round(seconds * 1000)
+
+
+def _positive_ms(seconds: float, what: str) -> int:
+    ms = _ms(seconds)
+    if ms <= 0:
+        raise TopologyError(f"{what} must be positive, got {seconds}")
+    return ms
+
+
+def _grace_ms(grace: float) -> int:
+    ms = _ms(grace)
+    if ms < 0:
+        raise TopologyError(f"grace must not be negative, got {grace}")
+    return ms
 
 
 def _seconds(ms: int) -> str:
