@@ -150,15 +150,15 @@ def _prompt_relay(bootstrap: str, source: str, target: str) -> None:
 
 
 def instance_rate(
-    ctx: BenchContext, path: Any, source: str, count: int, *args: str
+    ctx: BenchContext, path: Any, source: str, count: int, *args: str, inputs: int | None = None
 ) -> tuple[float, float]:
-    """Records/s (inputs over the time to the last of ``count`` outputs) and peak RSS of
-    one ``streams run`` instance."""
+    """Records/s (``inputs``, default ``ctx.records``, over the time to the last of
+    ``count`` outputs) and peak RSS of one ``streams run`` instance."""
     app_id = unique_topic_name(f"bench-{path.stem}")
     proc, outputs = start_instance(ctx, path, app_id, source, *args)
     try:
         seconds = watch_outputs(ctx.bootstrap, outputs, count, partitions=PARTITIONS)
-        return ctx.records / seconds, peak_rss_of(proc.pid)
+        return (inputs or ctx.records) / seconds, peak_rss_of(proc.pid)
     finally:
         stop_process(proc)
         drop_app_topics(ctx, app_id)
