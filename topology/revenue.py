@@ -9,11 +9,11 @@ window to ``<app>-revenue``. An order later than that goes to ``<app>-late-order
 running sums live in the changelog-backed RocksDB store ``revenue``.
 
 With ``payments`` (a topic of ``payment.captured`` v1 keyed by order id), each payment is
-joined with its order: the orders are written again keyed by order id to
-``<app>-orders-by-id`` (as many partitions as the payments: co-partitioned), and a
-payment and an order of the same id at most an hour apart (event time) make one
-``payment.enriched`` v1 (the payment with its order's customer and total), to
-``<app>-paid``, whichever of the two comes first.
+joined with its order: the orders, rekeyed by order id, reach the join through the
+repartition topic ``<app>-with-order-repartition`` (created with as many partitions as
+the widest input: the payments must have as many), and a payment and an order of the same
+id at most an hour apart (event time) make one ``payment.enriched`` v1 (the payment with
+its order's customer and total), to ``<app>-paid``, whichever of the two comes first.
 
     streams run topology/revenue.py --app-id revenue --set input=orders
     streams run topology/revenue.py --app-id revenue --set input=orders --set payments=payments
@@ -102,12 +102,7 @@ def build(
     )
     per_minute.late().to(owned("late-orders"), type="order.placed", version=2, name="late-out")
     if payments:
-        orders.rekey(order_id, name="by-order-id").to(
-            owned("orders-by-id"), type="order.placed", version=2, name="orders-by-id-out"
-        )
-        by_id = builder.source(
-            owned("orders-by-id"), type="order.placed", version=2, name="orders-by-id"
-        )
+        by_id = orders.rekey(order_id, name="by-order-id")  # through a repartition topic
         paid = builder.source(payments, type="payment.captured", version=1, name="payments")
         paid.join_within(
             by_id, with_order, within=3600, grace=60, name="with-order", backend=backend

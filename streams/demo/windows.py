@@ -95,11 +95,11 @@ def step_windows(ctx: DemoContext, count: int = 360) -> None:
         late += len(oracle.late)
     out_of_order = sum(1 for a, b in pairwise(orders) if b.time < a.time)
 
-    revenue, late_topic, _by_id, paid_topic = topology.topics_written
+    revenue, late_topic, paid_topic = topology.topics_written
     with tempfile.TemporaryDirectory(prefix="streams-demo-windows-") as state_dir:
         config = RuntimeConfig(bootstrap=ctx.bootstrap, state_dir=state_dir)
         with running(topology, config) as runtime:
-            total = 2 * count + len(payments)  # orders, again by id, and payments
+            total = 2 * count + len(payments)  # orders, again through the repartition, payments
             wait_until(lambda: runtime.stats.consumed >= total, 60, what="the input consumed")
     with TopicReader(ctx.bootstrap, paid_topic) as reader:
         reader.wait_for(lambda rs: len(rs) >= met, 30, what="the paid orders")

@@ -204,14 +204,16 @@ class TopologyBuilder:
         The step then reads ``<app>-<step>-repartition`` (a sink writing the rekeyed
         envelopes, keyed by the new key, and a source reading them back; the runtime
         creates it with the input's partition count), so each new key's records meet its
-        state, in order from the rekey on. Steps that keep state by key: dedup steps, and
-        processors in a topology that declares stores. Done once, at build."""
+        state, in order from the rekey on. Steps that keep state by key: dedup steps,
+        aggregations, joins (a windowed join: each rekeyed side through a topic of its own),
+        and processors in a topology that declares stores. Done once, at build."""
         keyed = [
             node
             for node in self._nodes.values()
             if isinstance(node, StepNode)
             and (
                 node.kind in (StepKind.DEDUP, StepKind.AGGREGATE, StepKind.JOIN)
+                or node.kind is StepKind.WINDOW_JOIN
                 or (node.kind is StepKind.PROCESS and self._stores)
             )
             and any(rekeyed(self._nodes, edge.node) for edge in node.parents)
@@ -224,12 +226,17 @@ class TopologyBuilder:
                     "(TopologyBuilder(repartition=True), the default, fixes it)"
                 )
                 continue
-            topic = owned(f"{node.name}-repartition")
-            sink = self._unique(f"{node.name}-repartition-sink")
-            self._add(SinkNode(sink, topic, ANY_TYPE, 0, node.parents))
-            source = self._unique(f"{node.name}-repartition-source")
-            self._add(SourceNode(source, topic, ANY_TYPE, 0))
-            self._nodes[node.name] = replace(node, parents=(Edge(source),))
+            parents = list(node.parents)
+            at = [i for i, edge in enumerate(parents) if rekeyed(self._nodes, edge.node)]
+            for n, i in enumerate(at):  # a windowed join may have both sides rekeyed
+                label = node.name if n == 0 else f"{node.name}-{n + 1}"
+                topic = owned(f"{label}-repartition")
+                sink = self._unique(f"{label}-repartition-sink")
+                self._add(SinkNode(sink, topic, ANY_TYPE, 0, (parents[i],)))
+                source = self._unique(f"{label}-repartition-source")
+                self._add(SourceNode(source, topic, ANY_TYPE, 0))
+                parents[i] = Edge(source)
+            self._nodes[node.name] = replace(node, parents=tuple(parents))
 
     def _add(self, node: Node) -> None:
         if node.name in self._nodes:

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from streams.topology.aggregate import LATE
 from streams.topology.names import check_app_id, check_topic
-from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode, rekeyed
+from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.stores import store_problems
 from streams.topology.topology import Topology
 
@@ -175,13 +175,6 @@ def _tables(t: Topology) -> list[str]:
             parent = t.nodes.get(node.parents[0].node) if node.parents else None
             if not (isinstance(parent, StepNode) and parent.kind in tables):
                 out.append(f"to_stream step {node.name!r} must read an aggregation's table")
-        if node.kind is StepKind.WINDOW_JOIN and any(
-            rekeyed(t.nodes, edge.node) for edge in node.parents
-        ):
-            out.append(
-                f"windowed join {node.name!r} reads a rekeyed stream: write it to a topic "
-                "keyed by the new key first (the join pairs records partition by partition)"
-            )
         lookup = node.lookup
         if node.kind is StepKind.JOIN and lookup is not None and lookup.store not in t.stores:
             out.append(f"join {node.name!r} reads table {lookup.store!r}, not here")

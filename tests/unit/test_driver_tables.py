@@ -225,13 +225,28 @@ def test_windowed_joins_need_two_co_partitioned_streams_of_other_topics() -> Non
     )
     with pytest.raises(TopologyError, match="on both sides"):
         TestDriver(b.build(default_catalog()))
+
+
+def test_rekeyed_sides_of_a_windowed_join_meet_through_repartition_topics() -> None:
+    """Orders keyed by customer, payments by payment id: both rekeyed by order id, each
+    through a repartition topic of its own, meet partition by partition."""
     b = TopologyBuilder("app")
-    left = b.source("orders", type=T, version=V).rekey(lambda e: "x")
-    left.join_within(b.source("payments", type=T, version=V), lambda a, _b: a, within=5).to(
+    orders = b.source("orders", type=T, version=V).rekey(lambda e: e.data["order_id"])
+    payments = b.source("payments", type=T, version=V).rekey(lambda e: e.data["order_id"])
+    orders.join_within(payments, lambda o, p: p, within=60, name="paid").to(
         owned("out"), type=T, version=V
     )
-    with pytest.raises(TopologyValidationError, match="reads a rekeyed stream"):
-        b.build(default_catalog())
+    topology = b.build(default_catalog())
+    assert sorted(topology.repartition_topics) == ["app-paid-2-repartition", "app-paid-repartition"]
+    with TestDriver(topology, partitions=3) as driver:
+        for n in range(12):
+            placed = at(order(n, f"c{n % 4}"), n)
+            paid = dataclasses.replace(placed, key=f"p{n}")  # keyed by payment
+            driver.pipe("orders", placed)
+            if n % 3:
+                driver.pipe("payments", at(paid, n + 30))
+        got = sorted(e.data["order_id"] for e in driver.read("app-out"))
+    assert got == sorted(f"o{n}" for n in range(12) if n % 3)
 
 
 def test_a_table_join_changes_with_either_table_and_forgets_deleted_keys() -> None:
