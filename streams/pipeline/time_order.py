@@ -17,8 +17,9 @@ memory bound). Nothing waiting is tracked yet, so no offset commits past it.
 
 ``submit`` takes the records of those topics (others pass straight on); ``poll`` hands on
 what may go, then serves the rest of the chain. A record read again at or before one in
-hand (the consumer went back: a recovery rewound the partition) replaces what was in
-hand from there. Event times come from the envelope, decoded once here for ``Decode`` to
+hand (the consumer went back) replaces what was in hand from there; a partition rewound
+to its commit (a recovery, an aborted transaction) drops what it had in hand and is
+resumed: the consumer reads it all again. Event times come from the envelope, decoded once here for ``Decode`` to
 reuse; a record that does not decode (or a tombstone) never waits: the attempt fails it
 or deletes its key at once.
 """
@@ -83,6 +84,7 @@ class TimeOrder(Forward):
         self._held: dict[TP, deque[tuple[int, Record]]] = {}  # in hand: (event time, record)
         self._read: dict[TP, int] = {}  # the largest event time handed on, per partition
         self._paused: set[TP] = set()
+        self._handed: set[TP] = set()  # partitions that handed a record on since they moved
 
     def submit(self, record: Record) -> None:
         if record.topic not in self._others:
@@ -98,6 +100,7 @@ class TimeOrder(Forward):
         held.append((self._time(record), record))
 
     def poll(self) -> None:
+        self._forget_rewound()
         self._hand_on()
         self._bound()
         self.next.poll()
@@ -107,6 +110,7 @@ class TimeOrder(Forward):
             self._held.pop(tp, None)
             self._read.pop(tp, None)
             self._paused.discard(tp)
+            self._handed.discard(tp)
         self.next.revoked(partitions)
 
     # -- the order ---------------------------------------------------------------------------
@@ -128,6 +132,7 @@ class TimeOrder(Forward):
                 continue  # waits; the other partitions go on
             queue = held[tp]
             _, record = queue.popleft()
+            self._handed.add(tp)
             if time_ms > self._read.get(tp, _EARLIEST):
                 self._read[tp] = time_ms
             self.next.submit(record)
@@ -164,6 +169,20 @@ class TimeOrder(Forward):
         if high < _UNKNOWN_MARK:  # not fetched yet: ask the broker
             _low, high = self._consumer.get_watermark_offsets(part, timeout=5.0)
         return bool(high > offset)
+
+    def _forget_rewound(self) -> None:
+        """Drop what is in hand of a partition rewound to its commit (a recovery, an aborted
+        transaction: ``Partitions.rewind_to_committed`` forgets its position): the consumer
+        reads it all again from there, a paused partition too once resumed."""
+        for tp in list(self._handed):
+            po = self._partitions.get(tp)
+            if po is not None and po.position is None:
+                self._handed.discard(tp)
+                self._held.pop(tp, None)
+                self._read.pop(tp, None)
+                if tp in self._paused:
+                    self._paused.discard(tp)
+                    self._consumer.resume([TopicPartition(*tp)])
 
     def _bound(self) -> None:
         """Pause the partitions with too much in hand, resume those down to half."""

@@ -124,3 +124,32 @@ def test_a_partition_with_too_many_records_waiting_is_paused_until_half_went_on(
     order.submit(record("profiles", 0, 1))
     order.poll()
     assert consumer.paused == set() and len(sink.seen) == 7
+
+
+def test_a_partition_rewound_to_its_commit_drops_what_was_in_hand_and_reads_again() -> None:
+    order, sink, consumer = step(max_waiting=2)
+    consumer.high = {("orders", 0): 4, ("profiles", 0): 2}
+    order.submit(record("profiles", 0, 50))
+    for n, second in enumerate([10, 60, 70, 80]):
+        order.submit(record("orders", n, second))
+    order.poll()  # orders@1 waits for the unread profile: three in hand, paused
+    assert sink.seen == ["orders@0", "profiles@0"] and consumer.paused == {("orders", 0)}
+    for tp in [("orders", 0), ("profiles", 0)]:
+        po = order._partitions.get(tp)
+        assert po is not None
+        po.position = None  # a recovery rewound every partition to its commit
+    order.poll()
+    assert consumer.paused == set()  # what was in hand is dropped: it comes again
+    for n, second in enumerate([10, 60, 70, 80]):
+        order.submit(record("orders", n, second))
+    order.submit(record("profiles", 0, 50))
+    order.submit(record("profiles", 1, 65))
+    order.poll()
+    assert sink.seen[2:] == [
+        "orders@0",
+        "profiles@0",
+        "orders@1",
+        "profiles@1",
+        "orders@2",
+        "orders@3",
+    ]
