@@ -19,9 +19,9 @@ memory bound). Nothing waiting is tracked yet, so no offset commits past it.
 what may go, then serves the rest of the chain. A record read again at or before one in
 hand (the consumer went back) replaces what was in hand from there; a partition rewound
 to its commit (a recovery, an aborted transaction) drops what it had in hand and is
-resumed: the consumer reads it all again. Event times come from the envelope, decoded once here for ``Decode`` to
-reuse; a record that does not decode (or a tombstone) never waits: the attempt fails it
-or deletes its key at once.
+resumed: the consumer reads it all again. Event times come from the envelope, decoded
+once here for ``Decode`` to reuse; a record that does not decode (or a tombstone) never
+waits: the attempt fails it or deletes its key at once.
 """
 
 from __future__ import annotations
