@@ -8,8 +8,8 @@
 
 - ``intake``: steps a caller puts first (``streams replay --through`` drops records past
   the replayed range before they are tracked).
-- ``TimeOrder`` first when a stream joins a table read from a topic: the two are read
-  in event-time order.
+- ``TimeOrder`` first when a stream joins a table of other topics (a table topic, an
+  aggregation of another topic): the two are read in event-time order.
 - ``WaitForDue`` only when the topology routes failures (a retry policy on it or a step).
 - the failure policy is ``RetryOrDeadLetter`` with routing, else ``StopSkipOrDeadLetter``.
 - ``Timers`` only when a processor scheduled a timer in its ``init`` (``ctx.schedule``).

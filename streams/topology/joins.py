@@ -52,8 +52,9 @@ def sides(plan: Plan, node: StepNode) -> tuple[set[str], set[str]]:
 
 
 def stream_table_sides(topology: Topology) -> list[tuple[list[str], list[str]]]:
-    """For each join of a stream with a table read from topics: the stream's source topics
-    and the table's (read in event-time order: ``streams.pipeline.time_order``)."""
+    """For each join of a stream with a table whose topics are not the stream's (a table
+    topic, or an aggregation of another topic): the stream's source topics and the
+    table's (read in event-time order: ``streams.pipeline.time_order``)."""
     out = []
     for node in topology.nodes.values():
         lookup = getattr(node, "lookup", None)
