@@ -463,6 +463,36 @@ class Stream:
         with the same key, at most ``within`` seconds apart in event time, once, when the
         second arrives (an inner join); records up to ``grace`` seconds out of order still
         pair. Both sides wait in the step's store (see ``streams.topology.window_join``)."""
+        return self._join_within(other, fn, within, grace, name, backend, on_error, left=False)
+
+    def left_join_within(
+        self,
+        other: Stream,
+        fn: Callable[[Envelope, Envelope | None], Envelope | None],
+        *,
+        within: float,
+        grace: float = 0,
+        name: str | None = None,
+        backend: str = "rocksdb",
+        on_error: PolicyArg = None,
+    ) -> Stream:
+        """As ``join_within``, and ``fn(left, None)`` once for each record of this stream
+        that met none of ``other``'s, when none can come any more (``other``'s stream time
+        passed it by twice ``within`` plus ``grace``)."""
+        return self._join_within(other, fn, within, grace, name, backend, on_error, left=True)
+
+    def _join_within(  # noqa: PLR0917 - the two public methods' shared tail
+        self,
+        other: Stream,
+        fn: Callable[..., Envelope | None],
+        within: float,
+        grace: float,
+        name: str | None,
+        backend: str,
+        on_error: PolicyArg,
+        *,
+        left: bool,
+    ) -> Stream:
         edge = tables.join_within(
             self._builder,
             self._edge,
@@ -473,6 +503,7 @@ class Stream:
             name=name,
             backend=backend,
             on_error=on_error,
+            left_outer=left,
         )
         return Stream(self._builder, edge)
 

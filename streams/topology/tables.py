@@ -321,15 +321,17 @@ def join_within(
     builder: TopologyBuilder,
     left: Edge,
     right: Edge,
-    fn: Callable[[Envelope, Envelope], Envelope | None],
+    fn: Callable[..., Envelope | None],
     *,
     within: float,
     grace: float,
     name: str | None,
     backend: str,
     on_error: PolicyArg,
+    left_outer: bool = False,
 ) -> Edge:
-    """A windowed join step of ``left``'s and ``right``'s records, with its store."""
+    """A windowed join step of ``left``'s and ``right``'s records, with its store
+    (``left_outer``: ``left``'s records that met none are handed on alone)."""
     within_ms, grace_ms = round(within * 1000), round(grace * 1000)
     if within_ms <= 0 or grace_ms < 0:
         raise TopologyError(
@@ -340,7 +342,7 @@ def join_within(
     node_name = builder._unique(name or "join")
     source = _source_topic(builder, left)
     builder._add_store(StoreSpec(node_name, backend, source=source, owner=node_name))
-    spec = WindowJoinSpec(node_name, within_ms, grace_ms)
+    spec = WindowJoinSpec(node_name, within_ms, grace_ms, left_outer)
     builder._add(
         StepNode(
             node_name,

@@ -13,8 +13,14 @@ dead-letter topic with a ``LateRecordError`` (never dropped in silence). A side'
 wait until the *other* side's stream time is so far on that no record of it that is not
 late could meet them (``keep_ms``).
 
+``left.left_join_within(right, fn, ...)`` also hands on ``fn(left, None)`` for each left
+record that met no right one, once none can come any more: when it leaves the store (the
+right side's stream time passed it by ``keep_ms``), as Kafka Streams' ``leftJoin`` does
+when its window closes.
+
 Store layout: side (``l``/``r``) + 2-byte length + key -> the side's buffered records of
-that key (event time, offset, the envelope as the codec writes it); ``tl``/``tr`` -> each
+that key (event time, offset, the envelope as the codec writes it; a left record that met
+a right one, in a left join: the offset's complement, negative); ``tl``/``tr`` -> each
 side's stream time; ``o`` + side -> its expiry buckets in use; ``x`` + side + bucket end +
 side key -> nothing, so a bucket's keys are one range scan when it expires (nothing per
 key in memory).
@@ -61,6 +67,8 @@ class WindowJoinSpec:
     store: str
     within_ms: int
     grace_ms: int
+    left_outer: bool = False
+    """A left join: left records that met nothing are handed on alone."""
 
     @property
     def keep_ms(self) -> int:
@@ -70,7 +78,8 @@ class WindowJoinSpec:
         return 2 * self.within_ms + self.grace_ms
 
     def describe(self) -> str:
-        return f"within {self.within_ms / 1000:g} s, grace {self.grace_ms / 1000:g} s"
+        kind = "left join, " if self.left_outer else ""
+        return f"{kind}within {self.within_ms / 1000:g} s, grace {self.grace_ms / 1000:g} s"
 
 
 def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
@@ -81,7 +90,7 @@ def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     if codec is None:
         raise TopologyError(f"join {node.name!r} keeps envelopes: its plan needs the codec")
     left, _right = sides(plan, node)
-    within, grace, keep = spec.within_ms, spec.grace_ms, spec.keep_ms
+    within, grace, keep, outer = spec.within_ms, spec.grace_ms, spec.keep_ms, spec.left_outer
     bucket_ms = max(keep, 1000)
     fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
     current = plan.current
@@ -103,22 +112,42 @@ def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
             for index, _ in part.range(low, _BUCKETS + _SIDES[side] + window_start(end + 1)):
                 tx.delete(index)
                 skey = index[len(low) :]
-                kept = [i for i in unpack_triples(tx.get(skey)) if i[0] + keep > stream_time]
+                buffered = unpack_triples(tx.get(skey))
+                kept = [i for i in buffered if i[0] + keep > stream_time]
+                if outer and side == 0:
+                    alone([i for i in buffered if i[0] + keep <= stream_time and i[1] >= 0])
                 if kept:
                     tx.set(skey, pack_triples(kept))
                 else:
                     tx.delete(skey)
         tx.set(listed, pack_starts([b for b in buckets if b > stream_time]))
 
-    def pair(env: Envelope, side: int, others: list[Triple]) -> None:
+    def pair(env: Envelope, side: int, others: list[Triple]) -> list[int]:
+        """Hand on ``env`` with each of ``others`` (the other side's records of its key)
+        within the window; returns which of them it met."""
         time_ms = env.time_ms
+        met = []
         try:
-            for other_time, _offset, other in others:
+            for i, (other_time, _offset, other) in enumerate(others):
                 if abs(other_time - time_ms) <= within:
+                    met.append(i)
                     partner = codec.decode(other, lazy=True)
                     out = output(fn(env, partner) if side == 0 else fn(partner, env), "a join")
                     if out is not None:
                         nxt(out)
+        except StepFailed:
+            raise
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        return met
+
+    def alone(lonely: list[Triple]) -> None:
+        """A left join's left records that met nothing, handed on with None."""
+        try:
+            for _time, _offset, raw in lonely:
+                out = output(fn(codec.decode(raw, lazy=True), None), "a join")
+                if out is not None:
+                    nxt(out)
         except StepFailed:
             raise
         except Exception as exc:
@@ -139,10 +168,21 @@ def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
                 f"{grace / 1000:g} s)"
             )
             raise StepFailed(name, late, dead_letter)
-        mine = side_key(side, raw_key)
+        mine, theirs = side_key(side, raw_key), side_key(1 - side, raw_key)
+        others = unpack_triples(tx.get(theirs))
+        met = pair(env, side, others)
+        offset = record.offset
+        if outer and met:  # a left record that met: never alone; right ones: their partners
+            if side == 0:
+                offset = ~offset
+            else:
+                for i in met:
+                    t, o, v = others[i]
+                    others[i] = (t, ~o if o >= 0 else o, v)
+                tx.set(theirs, pack_triples(others))
         buffered = unpack_triples(tx.get(mine))
         value, _headers = codec.encode(env)
-        buffered.append((time_ms, record.offset, value))
+        buffered.append((time_ms, offset, value))
         tx.set(mine, pack_triples(buffered))
         bucket = (time_ms + keep) // bucket_ms * bucket_ms + bucket_ms  # expired by then
         tx.set(_BUCKETS + _SIDES[side] + window_start(bucket) + mine, b"")
@@ -150,7 +190,6 @@ def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
         opened = unpack_starts(tx.get(listed))
         if bucket not in opened:
             tx.set(listed, pack_starts(sorted([*opened, bucket])))
-        pair(env, side, unpack_triples(tx.get(side_key(1 - side, raw_key))))
         if stream_time is None or time_ms > stream_time:
             write_stream_time(tx, time_ms, clock)
             expire(tx, 1 - side, time_ms)

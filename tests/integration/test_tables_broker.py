@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from confluent_kafka.admin import AdminClient
 from runtime_thread import RuntimeThread
 
@@ -33,6 +34,7 @@ from streams.testing import (
     wait_until,
 )
 from streams.topology import TopologyBuilder, owned
+from streams.topology.partitioning import partition_for
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ROOT / "topology" / "profiles.py"
@@ -133,7 +135,9 @@ def test_a_new_instance_restores_the_table_and_joins_as_the_last_one_did(
     assert "restored store partition" in restored
 
 
-def test_a_five_minute_windowed_join_matches_a_brute_force_join(
+@pytest.mark.parametrize("left", [False, True], ids=["inner", "left"])
+def test_a_five_minute_windowed_join_matches_a_brute_force_join(  # noqa: PLR0917
+    left: bool,
     kafka_bootstrap: str,
     kafka_admin: AdminClient,
     kafka_io: KafkaIO,
@@ -142,7 +146,8 @@ def test_a_five_minute_windowed_join_matches_a_brute_force_join(
 ) -> None:
     """Orders and payments of 20 customers over an hour of event time, a few minutes out
     of order at most (inside the grace): the pairs out are every (order, payment) pair of
-    one customer at most 5 minutes apart, each once."""
+    one customer at most 5 minutes apart, each once; with a left join, also each order
+    that met no payment, once (after a payment hours later in each partition)."""
     rng = random.Random(9)
     orders_topic, payments_topic = f"{app_id}-in-orders", f"{app_id}-in-payments"
     for topic in (orders_topic, payments_topic):
@@ -154,14 +159,15 @@ def test_a_five_minute_windowed_join_matches_a_brute_force_join(
         env = dataclasses.replace(order(n, rng.choice(CUSTOMERS)), time=when)
         sent[rng.choice([orders_topic, payments_topic])].append(env)
 
-    def paired(order: Envelope, payment: Envelope) -> Envelope:
-        pair = f"{order.data['order_id']}|{payment.data['order_id']}"
+    def paired(order: Envelope, payment: Envelope | None) -> Envelope:
+        pair = f"{order.data['order_id']}|{payment.data['order_id'] if payment else '-'}"
         return order.follow("order.placed", order.data, version=2, key=pair)
 
     b = TopologyBuilder(app_id)
     orders = b.source(orders_topic, type="order.placed", version=2)
     payments = b.source(payments_topic, type="order.placed", version=2)
-    orders.join_within(payments, paired, within=300, grace=180, name="pairs").to(
+    join = orders.left_join_within if left else orders.join_within
+    join(payments, paired, within=300, grace=180, name="pairs").to(
         owned("pairs"), type="order.placed", version=2
     )
     topology = b.build(default_catalog())
@@ -172,6 +178,21 @@ def test_a_five_minute_windowed_join_matches_a_brute_force_join(
         for p in sent[payments_topic]
         if o.key == p.key and abs((o.time - p.time).total_seconds()) <= 300
     )
+    if left:
+        met = {pair.split("|")[0] for pair in want}
+        want = sorted(
+            want
+            + [
+                f"{o.data['order_id']}|-"
+                for o in sent[orders_topic]
+                if o.data["order_id"] not in met
+            ]
+        )
+        by_partition = {partition_for(c.encode(), PARTITIONS): c for c in CUSTOMERS}
+        sent[payments_topic] += [  # hours on, in each partition: every order's window is over
+            dataclasses.replace(order(1000 + p, c), time=start + timedelta(hours=3))
+            for p, c in sorted(by_partition.items())
+        ]
     config = RuntimeConfig(bootstrap=kafka_bootstrap, state_dir=str(tmp_path))
     instance = RuntimeThread(Runtime(topology, config))
     try:

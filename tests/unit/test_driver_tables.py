@@ -149,16 +149,18 @@ def test_bad_table_declarations_are_refused_with_the_reason() -> None:
         b.build(default_catalog())
 
 
-def pairs_topology(within: float = 10, grace: float = 0) -> TopologyBuilder:
+def pairs_topology(within: float = 10, grace: float = 0, *, left: bool = False) -> TopologyBuilder:
     b = TopologyBuilder("app")
     orders = b.source("orders", type=T, version=V)
     payments = b.source("payments", type=T, version=V)
 
-    def paired(order: Envelope, payment: Envelope) -> Envelope:
-        key = f"{order.data['order_id']}|{payment.data['order_id']}"
+    def paired(order: Envelope, payment: Envelope | None) -> Envelope:
+        other = payment.data["order_id"] if payment is not None else "-"
+        key = f"{order.data['order_id']}|{other}"
         return order.follow(T, order.data, version=V, key=key)
 
-    orders.join_within(payments, paired, within=within, grace=grace, name="pairs").to(
+    join = orders.left_join_within if left else orders.join_within
+    join(payments, paired, within=within, grace=grace, name="pairs").to(
         owned("out"), type=T, version=V
     )
     return b
@@ -188,6 +190,36 @@ def test_a_windowed_join_pairs_records_of_one_key_within_the_window_once() -> No
         if p[0] == "payments" and p[2] == o[2] and abs(p[3] - o[3]) <= 10
     )
     assert got == want and len(want) > 50
+
+
+def test_a_left_windowed_join_hands_on_each_left_record_that_met_nothing_once() -> None:
+    rng = random.Random(5)
+    sent: list[tuple[str, str, str, float]] = []  # topic, id, key, second
+    now = 0.0
+    for n in range(200):
+        now += rng.uniform(0, 4)
+        sent.append((rng.choice(["orders", "payments"]), f"{n}", rng.choice("ab"), now))
+    # Then a payment of another key an hour on: every order's window is over.
+    sent.append(("payments", "end", "z", now + 3600))
+    with TestDriver(pairs_topology(within=5, left=True).build(default_catalog())) as driver:
+        for topic, n, key, second in sent:
+            env = at(order(0, key), second)
+            driver.pipe(topic, dataclasses.replace(env, data={**env.data, "order_id": n}))
+        got = sorted((r.key or b"").decode() for r in driver.records("app-out"))
+    pairs = [
+        (o[1], p[1])
+        for o in sent
+        if o[0] == "orders"
+        for p in sent
+        if p[0] == "payments" and p[2] == o[2] and abs(p[3] - o[3]) <= 5
+    ]
+    met = {o for o, _ in pairs}
+    alone = [o[1] for o in sent if o[0] == "orders" and o[1] not in met]
+    want = sorted([f"{o}|{p}" for o, p in pairs] + [f"{o}|-" for o in alone])
+    assert got == want and len(alone) > 10 and len(pairs) > 10
+    assert "left join, within 5 s" in describe_text(
+        pairs_topology(5, left=True).build(default_catalog())
+    )
 
 
 def test_a_record_too_late_to_meet_anything_is_dead_lettered_and_the_store_forgets() -> None:
