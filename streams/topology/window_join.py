@@ -122,36 +122,35 @@ def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
                     tx.delete(skey)
         tx.set(listed, pack_starts([b for b in buckets if b > stream_time]))
 
+    def hand_on(left_env: Envelope, right_env: Envelope | None) -> None:
+        try:
+            out = output(fn(left_env, right_env), "a join")
+        except StepFailed:
+            raise
+        except Exception as exc:
+            raise StepFailed(name, exc, policy) from exc
+        if out is not None:
+            nxt(out)
+
     def pair(env: Envelope, side: int, others: list[Triple]) -> list[int]:
         """Hand on ``env`` with each of ``others`` (the other side's records of its key)
         within the window; returns which of them it met."""
         time_ms = env.time_ms
         met = []
-        try:
-            for i, (other_time, _offset, other) in enumerate(others):
-                if abs(other_time - time_ms) <= within:
-                    met.append(i)
-                    partner = codec.decode(other, lazy=True)
-                    out = output(fn(env, partner) if side == 0 else fn(partner, env), "a join")
-                    if out is not None:
-                        nxt(out)
-        except StepFailed:
-            raise
-        except Exception as exc:
-            raise StepFailed(name, exc, policy) from exc
+        for i, (other_time, _offset, other) in enumerate(others):
+            if abs(other_time - time_ms) <= within:
+                met.append(i)
+                partner = codec.decode(other, lazy=True)
+                if side == 0:
+                    hand_on(env, partner)
+                else:
+                    hand_on(partner, env)
         return met
 
     def alone(lonely: list[Triple]) -> None:
         """A left join's left records that met nothing, handed on with None."""
-        try:
-            for _time, _offset, raw in lonely:
-                out = output(fn(codec.decode(raw, lazy=True), None), "a join")
-                if out is not None:
-                    nxt(out)
-        except StepFailed:
-            raise
-        except Exception as exc:
-            raise StepFailed(name, exc, policy) from exc
+        for _time, _offset, raw in lonely:
+            hand_on(codec.decode(raw, lazy=True), None)
 
     def join_step(env: Envelope) -> None:
         record = current.record
