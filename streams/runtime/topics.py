@@ -23,10 +23,10 @@ def prepare_topics(admin: AdminClient, topology: Topology, timeout_s: float = 30
     counts: dict[str, int] = {}
     for topic in topology.topics_read:
         meta = metadata.topics.get(topic)
-        if (meta is None or meta.error is not None) and topic in ours:
-            internal.add(topic)
-            continue
         if meta is None or meta.error is not None:
+            if topic in ours:
+                internal.add(topic)
+                continue
             raise MissingTopicError(
                 f"topology {topology.app_id!r} reads topic {topic!r}, which does not exist"
             )

@@ -56,11 +56,10 @@ def stream_table_sides(topology: Topology) -> list[tuple[list[str], list[str]]]:
     topic, or an aggregation of another topic): the stream's source topics and the
     table's (read in event-time order: ``streams.pipeline.time_order``)."""
     out = []
-    for node in topology.nodes.values():
-        lookup = getattr(node, "lookup", None)
-        if getattr(node, "kind", None) is not StepKind.JOIN or lookup is None:
+    for node in topology.steps:
+        if node.kind is not StepKind.JOIN or node.lookup is None:
             continue
-        store = topology.stores.get(lookup.store)
+        store = topology.stores.get(node.lookup.store)
         owner = store.owner if store is not None else None
         table = upstream_sources(topology, owner) if owner else []
         stream = [t for t in upstream_sources(topology, node.name) if t not in table]

@@ -54,7 +54,8 @@ class Timer:
     interval_ms: int
     time: str
     run: Callable[[int], None]
-    """Runs the function with ``now_ms`` and forwards what it returns (set by the plan)."""
+    """Runs the function with ``now_ms`` and forwards what it returns (made by
+    ``ProcessorContext.schedule``)."""
 
     def next_after(self, now_ms: int) -> int:
         """The first multiple of the interval after ``now_ms``."""

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from streams.envelope import Envelope
 from streams.topology.store_layout import (
-    STREAM_TIME,
     Triple,
     key_prefix,
     pack_triples,
@@ -152,8 +151,7 @@ def read_sliding(
 ) -> dict[tuple[str, Window], Any]:
     """The open windows of one store partition, by (key, window)."""
     entries = {key: entry.value for key, entry in part.items()}
-    known = entries.get(STREAM_TIME)
-    stream_time = _LONG.unpack(known)[0] if known is not None else None
+    stream_time = read_stream_time(entries)  # a mapping reads as a transaction does
     out: dict[tuple[str, Window], Any] = {}
     for skey, raw in entries.items():
         if not skey.startswith(_KEYS):
