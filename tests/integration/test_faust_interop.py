@@ -32,17 +32,22 @@ pytestmark = pytest.mark.timeout(240)
 
 @pytest.fixture
 def faust_worker(
-    kafka_bootstrap: str,
+    kafka_bootstrap: str, tmp_path: Path
 ) -> Iterator[Callable[..., FaustWorkerProcess]]:
     """``faust_worker(path, app_id=..., **env)``: a started worker; stopped (and its
-    ``<app_id>-*`` topics deleted) after the test, which fails if it did not stop cleanly."""
+    ``<app_id>-*`` topics deleted) after the test, which fails if it did not stop cleanly.
+    It runs in the test's directory: Faust keeps its ``<app_id>-data`` in the current one."""
     started: list[tuple[FaustWorkerProcess, str]] = []
 
     def start(path: Path, *, app_id: str, **env: str) -> FaustWorkerProcess:
         worker = FaustWorkerProcess(
             path,
-            env={"KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, **env},
-            cwd=ROOT,
+            env={
+                "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+                "STREAMS_SCHEMAS": str(ROOT / "schemas"),
+                **env,
+            },
+            cwd=tmp_path,
         )
         worker.start()
         started.append((worker, app_id))
