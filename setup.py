@@ -14,7 +14,7 @@ from typing import Any
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-COMPILED = ("varint", "envelope_wire")  # modules of streams.codec that call use_compiled
+COMPILED = ("varint", "envelope_wire", "avro_machine")  # modules of streams.codec that call use_compiled
 
 
 def _skip(why: object) -> None:

@@ -13,8 +13,10 @@ and compare them.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 PURE_PYTHON_ENV = "STREAMS_PURE_PYTHON"
@@ -46,3 +48,14 @@ def use_compiled(namespace: dict[str, Any]) -> bool:
         if callable(value) and getattr(value, "__module__", None) == compiled.__name__
     )
     return True
+
+
+def plain_copy(module: ModuleType) -> ModuleType:
+    """A fresh copy of ``module`` from its source, left uncompiled (no compiled copy goes
+    by its name): what the tests compare a compiled module with."""
+    name = f"{module.__package__}.plain_{module.__name__.rpartition('.')[2]}"
+    spec = importlib.util.spec_from_file_location(name, module.__file__)
+    assert spec is not None and spec.loader is not None
+    copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copy)
+    return copy

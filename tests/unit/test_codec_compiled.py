@@ -18,7 +18,15 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.codec.compiled import NO_WIDTH, compile_reader, compile_writer, has_widthless_items
+from streams.codec import avro_machine
+from streams.codec.compiled import (
+    NO_WIDTH,
+    compile_reader,
+    compile_writer,
+    has_widthless_items,
+    program_of,
+)
+from streams.codec.speedups import plain_copy
 from streams.codec.varint import long_bytes
 from streams.schemas import default_catalog
 
@@ -334,3 +342,40 @@ def test_unions_of_more_than_null_and_one_type_are_left_to_fastavro() -> None:
 def test_odd_bytes_read_as_fastavro_reads_them(field: Any, raw: bytes) -> None:
     schema = parse_schema({"type": "record", "name": "R", "fields": [{"name": "v", "type": field}]})
     _same_as_fastavro(schema, raw)
+
+
+PLAIN_MACHINE = plain_copy(avro_machine)
+
+
+def _outcome(fn: Any, *args: Any) -> Any:
+    try:
+        return repr(fn(*args))  # repr: a NaN read is equal to itself
+    except Exception as exc:
+        return type(exc)
+
+
+@pytest.mark.skipif(not avro_machine.COMPILED, reason="avro_machine is not compiled here")
+@settings(max_examples=300, deadline=None)
+@given(schema_and_datum(), st.data())
+def test_the_compiled_machine_does_what_the_plain_one_does(
+    case: tuple[Any, Any], data: st.DataObject
+) -> None:
+    """Programs run by the Cython copy of ``avro_machine`` (C types for positions and
+    varints) and by the plain module: same bytes, same values, same errors."""
+    schema, datum = case
+    program = program_of(schema)
+    raw = avro_machine.write(program, datum)
+    assert PLAIN_MACHINE.write(program, datum) == raw
+    changed = bytearray(raw)
+    if changed:
+        changed[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    cut = raw[: data.draw(st.integers(0, len(raw)))]
+    for candidate in (raw, bytes(changed), cut, data.draw(st.binary(max_size=40))):
+        assert _outcome(avro_machine.read, program, candidate) == _outcome(
+            PLAIN_MACHINE.read, program, candidate
+        )
+    wrong = data.draw(st.none() | st.integers() | st.floats() | st.text() | st.binary())
+    datum_with_wrong = {**datum, "value": wrong} if "value" in datum else wrong
+    assert _outcome(avro_machine.write, program, datum_with_wrong) == _outcome(
+        PLAIN_MACHINE.write, program, datum_with_wrong
+    )

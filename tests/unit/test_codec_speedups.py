@@ -14,44 +14,40 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.codec import envelope_wire, speedups, varint
+from streams.codec import avro_machine, envelope_wire, speedups, varint
 from streams.envelope import envelope_from_fields
 
 REQUIRE_ENV = "STREAMS_REQUIRE_COMPILED"  # CI: a build without them is a failure
 
 
 def _plain(module: ModuleType) -> ModuleType:
-    """A fresh copy of ``module`` from its source, left uncompiled (no compiled copy
-    goes by its name)."""
-    name = f"streams.codec.plain_{module.__name__.rpartition('.')[2]}"
-    spec = importlib.util.spec_from_file_location(name, module.__file__)
-    assert spec is not None and spec.loader is not None
-    copy = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(copy)
+    copy = speedups.plain_copy(module)
     assert copy.COMPILED is False
     return copy
 
 
+COMPILED_MODULES = (varint, envelope_wire, avro_machine)
 PLAIN_VARINT, PLAIN_WIRE = _plain(varint), _plain(envelope_wire)
 needs_compiled = pytest.mark.skipif(
-    not (varint.COMPILED and envelope_wire.COMPILED),
+    not all(m.COMPILED for m in COMPILED_MODULES),
     reason="the compiled codec modules are not in use (not built here, or STREAMS_PURE_PYTHON)",
 )
 
 
 def test_the_compiled_modules_are_in_use_where_built() -> None:
     if os.environ.get(speedups.PURE_PYTHON_ENV):
-        assert not varint.COMPILED and not envelope_wire.COMPILED
+        assert not any(m.COMPILED for m in COMPILED_MODULES)
         return
     built = all(
         importlib.util.find_spec(speedups.compiled_name(m.__name__)) is not None
-        for m in (varint, envelope_wire)
+        for m in COMPILED_MODULES
     )
     if not built and not os.environ.get(REQUIRE_ENV):
         pytest.skip("the codec modules were not compiled here (no Cython or C compiler)")
     assert built, "setup.py did not compile the codec modules"
-    assert varint.COMPILED and envelope_wire.COMPILED
+    assert all(m.COMPILED for m in COMPILED_MODULES)
     assert type(envelope_wire.read_fields).__name__ == "cython_function_or_method"
+    assert type(avro_machine.read).__name__ == "cython_function_or_method"
 
 
 def test_a_compiled_copy_older_than_its_source_is_not_used(tmp_path: Path) -> None:
