@@ -29,7 +29,7 @@ from streams.bench import replay as replay_bench
 from streams.bench import windows as windows_bench
 from streams.bench.core import BenchContext, Row, peak_rss_mb
 from streams.broker import LocalBroker, free_port
-from streams.codec import envelope_wire
+from streams.codec import avro_machine, envelope_wire, varint
 from streams.config import external_bootstrap
 
 # Each issue that adds a figure adds its section here.
@@ -94,8 +94,12 @@ def main() -> None:
     rows.append(Row("process", "peak RSS of the bench process", peak_rss_mb(), "MB"))
     _print(rows, console)
     # every figure depends on it: say which codec modules ran (streams.codec.speedups)
-    kind = "compiled with Cython" if envelope_wire.COMPILED else "plain Python"
-    console.print(f"codec modules varint, envelope_wire: {kind}")
+    kinds = (
+        f"{m.__name__.rpartition('.')[2]} "
+        + ("compiled with Cython" if m.COMPILED else "plain Python")
+        for m in (varint, envelope_wire, avro_machine)
+    )
+    console.print(f"codec modules: {', '.join(kinds)}")
 
 
 if __name__ == "__main__":

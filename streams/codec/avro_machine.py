@@ -188,6 +188,16 @@ def read(program: tuple[int, Any], data: bytes) -> Any:
     return datum
 
 
+def read_values(program: tuple[int, Any], data: bytes) -> tuple[Any, ...]:
+    """The field values of the record ``data`` holds by ``program`` (a record's), in the
+    schema's order, every byte read: what ``read`` returns without the dict."""
+    cursor = _Cursor(data if type(data) is bytes else bytes(data))
+    values = tuple([_read(field, cursor) for _, field, _, _ in program[1][0]])
+    if cursor.pos != cursor.end:
+        raise ValueError(f"{cursor.end - cursor.pos} trailing byte(s)")
+    return values
+
+
 def _read(node: tuple[int, Any], cursor: _Cursor) -> Any:
     code = node[0]
     if code == T_STRING:

@@ -4,8 +4,9 @@ as fastavro writes and reads it.
 The envelope schema is ours and fixed: eight metadata fields and the payload bytes. A
 generic Avro writer or reader interprets the schema for every record (about 5 µs each way
 in fastavro); this module knows it, so writing an envelope is a join of cached and freshly
-encoded parts, and reading it a walk over nine fields. Payloads go through functions
-compiled from their schemas (``streams.codec.compiled``). The unit tests check both
+encoded parts, and reading it runs a fixed program of nine fields on ``avro_machine``
+(about 0.9 µs compiled). Payloads go through programs compiled from their schemas
+(``streams.codec.compiled``). The unit tests check both
 directions against fastavro for generated envelopes, and arbitrary bytes against the
 reader.
 
@@ -21,8 +22,17 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from streams.codec.avro_machine import (
+    T_BYTES,
+    T_INT,
+    T_LONG,
+    T_RECORD,
+    T_STRING,
+    T_UNION,
+    read_values,
+)
 from streams.codec.speedups import use_compiled
-from streams.codec.varint import INT_MAX, INT_MIN, SMALL, long_bytes, read_long
+from streams.codec.varint import INT_MAX, INT_MIN, SMALL, long_bytes
 from streams.envelope import Envelope
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -88,29 +98,6 @@ def envelope_value(
     )
 
 
-def _read_string(buf: bytes, pos: int) -> tuple[str, int]:
-    b = buf[pos]
-    if b < 0x80 and not b & 1:  # the common case: a length below 64 in one byte
-        n, pos = b >> 1, pos + 1
-    else:
-        n, pos = read_long(buf, pos)
-        if n < 0:
-            raise ValueError(f"negative length {n}")
-    end = pos + n
-    if end > len(buf):
-        raise EOFError(f"string of {n} bytes at {pos} runs past the end")
-    return buf[pos:end].decode(), end
-
-
-def _read_optional_string(buf: bytes, pos: int) -> tuple[str | None, int]:
-    branch = buf[pos]
-    if branch == 0:
-        return None, pos + 1
-    if branch != 2:
-        raise ValueError(f"union branch byte {branch} of [null, string]")
-    return _read_string(buf, pos + 1)
-
-
 def read_envelope(value: bytes) -> dict[str, Any]:
     """The envelope record in ``value`` as fastavro's reader returns it (``time`` an aware
     UTC datetime, ``data`` bytes). Raises as ``read_fields`` does."""
@@ -136,6 +123,27 @@ FIELDS = (
     "data",
 )
 
+_TEXT, _OPTIONAL_TEXT = (T_STRING, None), (T_UNION, (0, (T_STRING, None)))
+_ENVELOPE = (
+    T_RECORD,
+    [
+        tuple(
+            (name, node, False, None)
+            for name, node in zip(
+                FIELDS,
+                # time as the long it is written as (micros): no datetime on the hot path
+                (_TEXT, _TEXT, (T_INT, None), (T_LONG, None), _TEXT)
+                + (_OPTIONAL_TEXT,) * 3
+                + ((T_BYTES, None),),
+                strict=True,
+            )
+        ),
+        frozenset(FIELDS),
+        len(FIELDS),
+    ],
+)
+"""The envelope schema as a program of ``avro_machine``, which reads it."""
+
 
 def read_fields(
     value: bytes,
@@ -144,25 +152,10 @@ def read_fields(
     epoch (the codec's hot path builds what it needs from them). Raises ValueError,
     EOFError, IndexError, OverflowError or UnicodeDecodeError on bytes that are not one, as
     a generic reader would; extra bytes after the record are ValueError."""
-    id_, pos = _read_string(value, 0)
-    type_, pos = _read_string(value, pos)
-    version, pos = read_long(value, pos)
-    if not INT_MIN <= version <= INT_MAX:
-        raise ValueError(f"version {version} does not fit an Avro int")
-    when, pos = read_long(value, pos)
-    source, pos = _read_string(value, pos)
-    key, pos = _read_optional_string(value, pos)
-    correlation_id, pos = _read_optional_string(value, pos)
-    causation_id, pos = _read_optional_string(value, pos)
-    n, pos = read_long(value, pos)
-    if n < 0:
-        raise ValueError(f"negative length {n}")
-    end = pos + n
-    if end != len(value):
-        if end > len(value):
-            raise EOFError(f"data of {n} bytes at {pos} runs past the end")
-        raise ValueError(f"{len(value) - end} trailing byte(s)")
-    return (id_, type_, version, when, source, key, correlation_id, causation_id, value[pos:end])
+    fields: Any = read_values(_ENVELOPE, value)
+    if not INT_MIN <= fields[2] <= INT_MAX:
+        raise ValueError(f"version {fields[2]} does not fit an Avro int")
+    return fields  # type: ignore[no-any-return]
 
 
 COMPILED = use_compiled(globals())
