@@ -1,9 +1,9 @@
 """The hot codec modules compiled with Cython, when the package was built with them.
 
-``varint`` and ``envelope_wire`` are plain Python, and plain Python is the contract: at
-install, ``setup.py`` also compiles each of them (its ``COMPILED`` lists them), unchanged,
-into an extension module (``streams.codec._compiled_varint``,
-``..._compiled_envelope_wire``) when Cython and a C compiler are there. At the end of
+``varint``, ``envelope_wire`` and ``avro_machine`` are plain Python, and plain Python is
+the contract: at install, ``setup.py`` also compiles each of them (its ``COMPILED`` lists
+them), unchanged, into an extension module (``streams.codec._compiled_varint``, ...)
+when Cython and a C compiler are there. At the end of
 each plain module, ``use_compiled`` swaps in the compiled functions: the same code without
 the interpreter's dispatch, about twice as fast (``read_fields`` 2.6 → 1.4 µs). Without
 them, or with ``STREAMS_PURE_PYTHON=1``, the plain functions stay; the unit tests run both
