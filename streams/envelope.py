@@ -244,44 +244,50 @@ class WireEnvelope(Envelope):
 
     __slots__ = ("_micros", "_payload", "_read", "_value", "_writer")
     _value: bytes
-    _payload: bytes
+    _payload: bytes | None  # None once decoded: the value no longer stands for the envelope
     _read: Callable[[bytes], Mapping[str, Any]]
     _writer: int
-    _micros: int
+    _micros: int | None  # None once ``time`` is a datetime
 
     @property
     def time(self) -> datetime:
-        try:
+        micros = getattr(self, "_micros", None)  # unset when dataclasses.replace made it
+        if micros is None:
             return _TIME.__get__(self, Envelope)  # type: ignore[no-any-return]
-        except AttributeError:
-            value = _EPOCH + timedelta(microseconds=self._micros)
-            _TIME.__set__(self, value)
-            return value
+        value = _EPOCH + timedelta(microseconds=micros)
+        _TIME.__set__(self, value)
+        _set_micros(self, None)
+        return value
 
     @time.setter
     def time(self, value: datetime) -> None:  # dataclasses.replace() sets it
         _TIME.__set__(self, value)
+        _set_micros(self, None)
 
     @property
     def time_ms(self) -> int:
-        try:
-            _TIME.__get__(self, Envelope)
-        except AttributeError:  # as read: no datetime made
-            return self._micros // 1000
-        return super().time_ms
+        micros: int | None = getattr(self, "_micros", None)
+        if micros is None:
+            return super().time_ms
+        return micros // 1000  # as read: no datetime made
+
+    # ``data`` and ``time`` test their wire form, not try the slot: a raised
+    # AttributeError costs a microsecond a record.
 
     @property
     def data(self) -> Mapping[str, Any]:
-        try:
+        payload = getattr(self, "_payload", None)  # unset when dataclasses.replace made it
+        if payload is None:
             return _DATA.__get__(self, Envelope)  # type: ignore[no-any-return]
-        except AttributeError:
-            value = self._read(self._payload)
-            _DATA.__set__(self, value)
-            return value
+        value = self._read(payload)
+        _DATA.__set__(self, value)
+        _set_payload(self, None)
+        return value
 
     @data.setter
     def data(self, value: Mapping[str, Any]) -> None:  # dataclasses.replace() sets it
         _DATA.__set__(self, value)
+        _set_payload(self, None)
 
     def untouched_value(self) -> bytes | None:
         """The record value as read, while ``data`` was never read and the envelope's
@@ -290,11 +296,8 @@ class WireEnvelope(Envelope):
 
         ``dataclasses.replace`` (other metadata) makes an envelope without the value: it
         is encoded again."""
-        try:
-            _DATA.__get__(self, Envelope)
-        except AttributeError:
-            if getattr(self, "_writer", None) == self.version:
-                return getattr(self, "_value", None)
+        if getattr(self, "_payload", None) is not None and self._writer == self.version:
+            return self._value
         return None
 
 
