@@ -10,6 +10,9 @@ Layout::
 ``upcast`` lists versions reached from the previous one by an upcaster function (a step
 Avro cannot express): the gate does not ask them to read older data by Avro's rules.
 
+Every catalog also has the built-in types (``streams.schemas.builtin``: ``streams.error``,
+the payload of error replies); a folder may not define one of them.
+
 ``SchemaCatalog.load`` reads and parses the whole folder up front (it blocks on file I/O
 once); lookups afterwards are dict reads. Every problem found is reported together, each
 with its path and reason.
@@ -29,6 +32,7 @@ from typing import Any
 import fastavro
 from fastavro.schema import to_parsing_canonical_form
 
+from streams.schemas import builtin
 from streams.schemas.compatibility import check_catalog, raise_for
 from streams.schemas.envelope_schema import ENVELOPE_SCHEMA
 from streams.schemas.errors import (
@@ -104,7 +108,7 @@ class SchemaCatalog:
         root: Path | None = None,
     ) -> None:
         self.root = root
-        self._types = dict(sorted(types.items()))
+        self._types = dict(sorted({**_BUILTIN_TYPES, **types}.items()))
         self.envelope_raw: Any = ENVELOPE_SCHEMA
         self.envelope: Any = fastavro.parse_schema(ENVELOPE_SCHEMA, _write_hint=True)
         self._parsed: dict[tuple[str, int], Any] = {
@@ -139,6 +143,9 @@ class SchemaCatalog:
         types: dict[str, EventType] = {}
         for type_dir in sorted(p for p in root.iterdir() if p.is_dir()):
             if type_dir.name.startswith((".", "_")):
+                continue
+            if type_dir.name in _BUILTIN_TYPES:
+                problems.append(SchemaFileError(type_dir, "a built-in type: pick another name"))
                 continue
             try:
                 types[type_dir.name] = _load_type(type_dir, problems)
@@ -201,6 +208,18 @@ class SchemaCatalog:
         if type_ not in self._types:
             return SchemaNotFoundError(type_)
         return SchemaNotFoundError(type_, version, list(self._types[type_].versions))
+
+
+def _builtin_types() -> dict[str, EventType]:
+    versions: dict[str, dict[int, SchemaVersion]] = {}
+    where = Path(builtin.__file__)
+    for (name, version), raw in builtin.BUILTIN_SCHEMAS.items():
+        parsed = fastavro.parse_schema(raw, _write_hint=True)
+        versions.setdefault(name, {})[version] = SchemaVersion(name, version, where, raw, parsed)
+    return {name: EventType(name, found, doc="built in") for name, found in versions.items()}
+
+
+_BUILTIN_TYPES = _builtin_types()
 
 
 def _load_type(type_dir: Path, problems: list[SchemaFileError]) -> EventType:

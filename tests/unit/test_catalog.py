@@ -16,6 +16,7 @@ from streams.schemas import (
     SchemaNotFoundError,
     default_catalog,
 )
+from streams.schemas.builtin import ERROR_TYPE
 from streams.schemas.envelope_schema import ENVELOPE_SCHEMA
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
@@ -130,3 +131,17 @@ def test_default_catalog_follows_the_environment(
     monkeypatch.delenv("STREAMS_SCHEMAS_DIR")
     monkeypatch.chdir(SCHEMAS.parent)
     assert "payment.captured" in default_catalog().types()
+
+
+def test_every_catalog_has_the_error_reply_type_and_no_folder_may_redefine_it(
+    schemas: Path,
+) -> None:
+    catalog = SchemaCatalog.load(schemas)
+    assert catalog.has(ERROR_TYPE, 1)
+    assert catalog.get(ERROR_TYPE, 1)["name"] == "streams.Error"
+    (schemas / ERROR_TYPE).mkdir()
+    (schemas / ERROR_TYPE / "v1.avsc").write_text(
+        '{"type": "record", "name": "Mine", "fields": []}'
+    )
+    with pytest.raises(CatalogLoadError, match="a built-in type: pick another name"):
+        SchemaCatalog.load(schemas)
