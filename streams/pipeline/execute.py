@@ -32,7 +32,6 @@ from streams.pipeline.record import Output, Record
 from streams.state import StateManager
 from streams.state.errors import StoreClosedError
 from streams.state.transaction import PartitionTransaction
-from streams.topology.nodes import SinkNode
 from streams.topology.plan import Plan
 from streams.topology.policy import ErrorPolicy, StepFailed, dead_letter
 from streams.topology.schedule import NoRecord, Timer
@@ -61,7 +60,8 @@ class Attempt:
         clock: Callable[[], float],
         step_timer: StepTimer | None = None,
     ) -> None:
-        self._codec = codec
+        self.codec = codec
+        """Writes the outputs (and the failure policies' error replies)."""
         self._outputs: list[Output] = []
         self._touched: list[PartitionTransaction] = []
         routed = {}
@@ -86,8 +86,8 @@ class Attempt:
             raise RuntimeError("a state store was used outside of processing a record")
         return record.source_partition
 
-    def _emit(self, _sink: SinkNode, topic: str, env: Envelope) -> None:
-        value, headers = self._codec.encode(env)
+    def _emit(self, topic: str, env: Envelope) -> None:
+        value, headers = self.codec.encode(env)
         key = env.key.encode() if env.key is not None else None
         self._outputs.append((topic, key, value, headers))
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from streams.codec import Codec
 from streams.coordinates import TP
 from streams.failures.handler import Decision, FailureHandler
 from streams.failures.headers import Stage
@@ -50,16 +51,21 @@ from streams.topology.policy import (
     ErrorPolicy,
     ProcessingError,
     ProcessingFailure,
+    dead_letter,
 )
 from streams.topology.policy import default as default_policy
+from streams.topology.reply import error_reply, request_of
 from streams.topology.topology import Topology
 
 OnSkip = Callable[[ProcessingFailure], None]
+_NO_RETRIES = RetryPolicy.no_retries()
 
 
-def write_route(sink: OutputSink, route: Route) -> None:
+def write_route(sink: OutputSink, route: Route, record: Record, codec: Codec) -> None:
     """Queue a failed record's copy where its route says (a retry tier or the DLQ): the
-    record as read, its partition and timestamp kept, error headers added."""
+    record as read, its partition and timestamp kept, error headers added. A request
+    (``streams.topology.reply``) sent to the DLQ gets an error reply too, so its requester
+    hears of it at once."""
     sink.send(
         route.topic,
         key=route.key,
@@ -68,6 +74,14 @@ def write_route(sink: OutputSink, route: Route) -> None:
         partition=route.partition,
         timestamp=route.timestamp,
     )
+    if route.dead_letter:
+        request = request_of(route.headers)  # the record's own headers are the route's
+        if request is not None:
+            info = route.info
+            env = error_reply(request, record.envelope, info, route.topic, info.last_failure)
+            value, headers = codec.encode(env)
+            key = env.key.encode() if env.key is not None else None
+            sink.send(request.reply_to, key=key, value=value, headers=headers)
 
 
 def _failure(record: Record, failed: AttemptFailure) -> ProcessingFailure:
@@ -141,7 +155,7 @@ class StopSkipOrDeadLetter(Forward):
         if action is ErrorAction.DLQ:
             now = datetime.fromtimestamp(self._clock(), UTC)
             route = self._router.route(record, error, stage=failed.stage, step=failed.step, now=now)
-            write_route(self._sink, route)
+            write_route(self._sink, route, record, self._attempt.codec)
             self._metrics.routed(route)  # counted and logged (one WARNING)
             self._stats.failures = self._metrics.snapshot()
             return
@@ -199,7 +213,9 @@ class RetryOrDeadLetter(Forward):
                 self._stats.failures = handler.metrics.snapshot()
         else:
             policy = None
-            if failed.stage is Stage.PROCESS:
+            if failed.policy is dead_letter:  # bad input (a step said so): never retried
+                policy = _NO_RETRIES
+            elif failed.stage is Stage.PROCESS:
                 policy = self._topology.retry_for(failed.step)
             now = datetime.fromtimestamp(self._clock(), UTC)
             current = self._attempt.plan.current
@@ -215,7 +231,7 @@ class RetryOrDeadLetter(Forward):
                 )
             finally:
                 current.record = None
-            write_route(self._sink, self._attempt.carry(route))
+            write_route(self._sink, self._attempt.carry(route), record, self._attempt.codec)
             self._stats.failures = handler.metrics.snapshot()
         self.next.submit(record)
         return Record.released(released) if released is not None else None

@@ -171,15 +171,18 @@ class TestDriver:
         *,
         partition: int | None = None,
         timestamp_ms: int | None = None,
+        headers: Headers | None = None,
     ) -> None:
-        """Process ``envelopes`` read from ``topic``, one by one, before returning."""
+        """Process ``envelopes`` read from ``topic``, one by one, before returning;
+        ``headers`` are added to each record's own (``request_headers`` make a request)."""
         self._check_source(topic)
         items = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
+        extra = list(headers or [])
         for env in items:
-            value, headers = self.codec.encode(env)
+            value, own = self.codec.encode(env)
             key = env.key.encode() if env.key is not None else None
             self._write(
-                topic, value, list(headers), key, partition=partition, timestamp_ms=timestamp_ms
+                topic, value, [*own, *extra], key, partition=partition, timestamp_ms=timestamp_ms
             )
 
     def pipe_raw(

@@ -551,6 +551,12 @@ class Stream:
         )
         return {o: Stream(self._builder, Edge(node_name, o)) for o in outs}
 
+    def reply(self, *, name: str | None = None) -> None:
+        """Send each envelope as the reply to the request being processed: to the topic its
+        ``reply-to`` header names, with its correlation id (``streams.topology.reply``).
+        A record that is no request goes to the dead-letter topic."""
+        self._builder._step(StepKind.REPLY, self._edge, None, name, None, outputs=())
+
     def to(
         self,
         topic: TopicRef,

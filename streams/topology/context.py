@@ -58,9 +58,20 @@ class ProcessorContext:
       next commit.
     - ``partition``: the input partition being processed (a record's, or a timer's).
     - ``schedule(interval, fn, time=)``: in ``init``, a timer (``streams.topology.schedule``).
+    - ``reply(envelope)``: send ``envelope`` as the reply to the request being processed
+      (``streams.topology.reply``).
     """
 
-    __slots__ = ("_current", "_default", "_outputs", "_stores", "_timers", "app_id", "node")
+    __slots__ = (
+        "_current",
+        "_default",
+        "_outputs",
+        "_reply",
+        "_stores",
+        "_timers",
+        "app_id",
+        "node",
+    )
 
     def __init__(
         self,
@@ -71,6 +82,7 @@ class ProcessorContext:
         stores: Mapping[str, Any] | None = None,
         *,
         timers: list[Timer] | None = None,
+        reply: Callable[[Envelope], None] | None = None,
     ) -> None:
         self.app_id = app_id
         self.node = node
@@ -79,6 +91,7 @@ class ProcessorContext:
         self._default = next(iter(self._outputs.values())) if len(self._outputs) == 1 else None
         self._stores = dict(stores or {})
         self._timers = timers
+        self._reply = reply
 
     def forward(self, envelope: Envelope, to: str | None = None) -> None:
         """Send ``envelope`` to the output ``to`` (or the only output). Raises TopologyError
@@ -109,6 +122,15 @@ class ProcessorContext:
         else:
             for item in result:
                 self.forward(item)
+
+    def reply(self, envelope: Envelope) -> None:
+        """Send ``envelope`` to the requester of the record being processed: to the topic
+        its ``reply-to`` header names, with its correlation id, as one of the record's
+        outputs (so with the topology's guarantee). A record that is no request fails
+        with ``NotARequestError``, to the dead-letter topic."""
+        if self._reply is None:
+            raise TopologyError(f"processor {self.node!r}: no reply outside a running plan")
+        self._reply(envelope)
 
     def schedule(self, interval: float, fn: Fire, *, time: str = "stream") -> None:
         """Run ``fn(now_ms, ctx)`` every ``interval`` seconds of ``time`` (``"stream"``:

@@ -8,7 +8,15 @@ from typing import Any
 
 from streams.failures.policy import RetryPolicy
 from streams.failures.topics import FailureTopics
-from streams.topology.nodes import ANY_TYPE, DEFAULT_OUTPUT, Node, SinkNode, SourceNode, StepNode
+from streams.topology.nodes import (
+    ANY_TYPE,
+    DEFAULT_OUTPUT,
+    Node,
+    SinkNode,
+    SourceNode,
+    StepKind,
+    StepNode,
+)
 from streams.topology.topology import Topology
 from streams.topology.windows import AnyWindows, Sessions, Windows
 
@@ -51,7 +59,10 @@ def describe_text(t: Topology) -> str:
             lines.append(f"    <-- {', '.join(str(p) for p in node.parents)}")
     lines.append("Topics:")
     lines.append(f"  read:    {', '.join(t.topics_read) or '-'}")
-    lines.append(f"  written: {', '.join(t.topics_written) or '-'}")
+    written = list(t.topics_written)
+    if any(step.kind is StepKind.REPLY for step in t.steps):
+        written.append("each request's reply-to topic")
+    lines.append(f"  written: {', '.join(written) or '-'}")
     owned = [f"{o.name} ({o.purpose})" for o in t.owned_topics]
     lines.append(f"  owned:   {', '.join(owned) or '-'}")
     if t.stores:

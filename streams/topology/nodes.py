@@ -41,6 +41,7 @@ class StepKind(StrEnum):
     JOIN = "join"
     WINDOW_JOIN = "window_join"
     TABLE_JOIN = "table_join"
+    REPLY = "reply"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +102,9 @@ class StepNode:
     - window_join: ``(left, right) -> Envelope | None`` for each pair of records of its two
       parents (left, right) with one key, ``window_join.within_ms`` apart at most;
     - table_join: ``(left value, right value) -> value`` for each change of either of its
-      two parent tables (``table_join``); its output carries ``Update`` objects.
+      two parent tables (``table_join``); its output carries ``Update`` objects;
+    - reply: no function and no output: each envelope is sent as the reply to the request
+      being processed (``streams.topology.reply``).
     """
 
     name: str

@@ -38,6 +38,7 @@ from streams.topology.errors import TopologyError
 from streams.topology.joins import build_join, build_table, build_table_join
 from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.policy import StepFailed
+from streams.topology.reply import replier
 from streams.topology.schedule import Timer
 from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
@@ -47,7 +48,8 @@ if TYPE_CHECKING:
     from streams.codec import Codec
     from streams.codec.payload import Payloads
 
-Emit = Callable[[SinkNode, str, Envelope], None]
+Emit = Callable[[str, Envelope], None]
+"""``emit(topic, envelope)``: an output of the plan, to ``topic``."""
 Run = Callable[[Envelope], None]
 
 
@@ -60,7 +62,7 @@ def _noop(_env: Envelope) -> None:
 
 
 class Plan:
-    """Compiled nodes of ``topology`` for one run. ``emit(sink, topic, envelope)`` receives
+    """Compiled nodes of ``topology`` for one run. ``emit(topic, envelope)`` receives
     every output. ``entries[topic]`` is the function that runs one envelope read from
     ``topic``; ``close()`` closes class processors."""
 
@@ -158,7 +160,7 @@ class Plan:
 
     def _sink(self, node: SinkNode) -> Run:
         topic = self.topology.topic(node.topic)
-        emit = self._emit
+        emit = _encoding(self._emit, node.name)
         want_type, want_version, name = node.type, node.version, node.name
         any_type = want_type == ANY_TYPE  # a repartition topic's: written as it is
 
@@ -169,12 +171,14 @@ class Plan:
                     f"got an envelope of {env.type}@{env.version}"
                 )
                 raise StepFailed(name, err, None)
-            try:
-                emit(node, topic, env)
-            except EncodeError as exc:  # the payload does not fit the sink's schema
-                raise StepFailed(name, exc, None) from exc
+            emit(topic, env)
 
         return sink
+
+    def replier(self, step: str) -> Run:
+        """What sends a reply to the request being processed, for ``step``
+        (``streams.topology.reply``)."""
+        return replier(self.current, _encoding(self._emit, step), step)
 
     def made(self, name: str, make: Callable[[], Any]) -> Any:
         """What node ``name`` needs made once whichever entries it is compiled into (a
@@ -186,7 +190,13 @@ class Plan:
 
     def _process(self, node: StepNode, outs: dict[str, Run]) -> Run:
         ctx = ProcessorContext(
-            self.topology.app_id, node.name, self.current, outs, self._stores, timers=self.timers
+            self.topology.app_id,
+            node.name,
+            self.current,
+            outs,
+            self._stores,
+            timers=self.timers,
+            reply=self.replier(node.name),
         )
         target = self.made(node.name, lambda: self._processor(node, ctx))
         method: Callable[[Envelope, ProcessorContext], Any] = getattr(target, "process", target)
@@ -212,6 +222,23 @@ class Plan:
         if callable(close):
             self._closers.append(close)
         return target
+
+
+def _encoding(emit: Emit, step: str) -> Emit:
+    """``emit`` failing ``step`` when the envelope does not fit its schema (``EncodeError``:
+    the topology's policy applies); any other error (a broken producer) passes unchanged."""
+
+    def encoded(topic: str, env: Envelope) -> None:
+        try:
+            emit(topic, env)
+        except EncodeError as exc:
+            raise StepFailed(step, exc, None) from exc
+
+    return encoded
+
+
+def _reply(plan: Plan, node: StepNode, _outs: dict[str, Run]) -> Run:
+    return plan.replier(node.name)
 
 
 def _fan_out(children: list[Run]) -> Run:
@@ -362,4 +389,5 @@ _STEP_BUILDERS: dict[StepKind, Callable[[Plan, StepNode, dict[str, Run]], Run]] 
     StepKind.JOIN: build_join,
     StepKind.WINDOW_JOIN: build_window_join,
     StepKind.TABLE_JOIN: build_table_join,
+    StepKind.REPLY: _reply,
 }

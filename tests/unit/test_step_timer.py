@@ -14,7 +14,6 @@ from streams.envelope import Envelope
 from streams.schemas import default_catalog
 from streams.state import ChangelogPartition, ChangelogStore, Checkpoint, MemoryBackend, RoutedStore
 from streams.topology import TopologyBuilder, owned, session
-from streams.topology.nodes import SinkNode
 from streams.topology.plan import Plan
 from streams.topology.step_timer import StepTimer
 
@@ -56,7 +55,7 @@ def build(clock: Clock, timer: StepTimer | None) -> tuple[Plan, list[Envelope]]:
     flow.flat_map(split, name="split").to(owned("out"), type=T, version=V, name="out")
     written: list[Envelope] = []
 
-    def emit(_sink: SinkNode, _topic: str, env: Envelope) -> None:
+    def emit(_topic: str, env: Envelope) -> None:
         clock.spend(4.0)
         written.append(env)
 
@@ -147,7 +146,7 @@ def test_sessions_a_timed_record_opens_are_closed_by_plain_ones(tmp_path: Path) 
     routed = RoutedStore(store, lambda: 0)
     timer = StepTimer(Clock())
     finals: list[Envelope] = []
-    plan = Plan(topology, lambda _s, _t, env: finals.append(env), {"s": routed}, timer=timer)
+    plan = Plan(topology, lambda _t, env: finals.append(env), {"s": routed}, timer=timer)
     at = datetime(2026, 1, 1, tzinfo=UTC)
 
     def record(n: int, second: int) -> None:
