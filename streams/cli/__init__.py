@@ -20,6 +20,7 @@ from streams.cli import lag as lag_cli
 from streams.cli import offsets as offsets_cli
 from streams.cli import produce as produce_cli
 from streams.cli import replay as replay_cli
+from streams.cli import request as request_cli
 from streams.cli._common import fail
 from streams.cli._help import StreamsGroup
 from streams.errors import StreamsError
@@ -59,6 +60,7 @@ app.command("lag")(lag_cli.lag_command)
 app.add_typer(topics.app, name="topics")
 app.command("produce")(produce_cli.produce_command)
 app.command("consume")(consume_cli.consume_command)
+app.command("request")(request_cli.request_command)
 
 
 @app.callback()

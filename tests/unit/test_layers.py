@@ -33,7 +33,7 @@ LAYERS: list[set[str]] = [
     {"topology"},
     {"pipeline", "observability.metrics", "observability.server"},
     {"runtime"},
-    {"testing", "replay", "tools", "faust"},
+    {"testing", "replay", "tools", "faust", "patterns"},
     {"cli", "demo", "bench", "__main__"},
 ]
 LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}
