@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import subprocess
 import sys
-import random
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
