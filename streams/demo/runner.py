@@ -26,6 +26,7 @@ from streams.demo.failures import step_failures
 from streams.demo.faust import step_faust
 from streams.demo.observability import step_observability
 from streams.demo.replay import step_replay
+from streams.demo.requests import step_requests
 from streams.demo.round_trip import step_round_trip
 from streams.demo.schemas import step_schemas
 from streams.demo.shell import step_shell
@@ -50,6 +51,7 @@ STEPS: list[Callable[[DemoContext], None]] = [
     step_windows,
     step_timers,
     step_tables,
+    step_requests,
     step_replay,
     step_testing,
 ]

@@ -45,6 +45,10 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient
         result.stdout
     )
     assert "1 deleted -> the next 8 orders: 3 silver, 4 gold, 1 unknown" in result.stdout
+    assert "300 quote requests in flight at once, each answered with its own price" in (
+        result.stdout
+    )
+    assert "an unknown sku answered at once by an error reply (UnknownSku)" in result.stdout
     assert "demo done" in result.stdout
     # Every topic of the run is gone: the inputs, and what its apps made (DLQs, changelogs).
     run_id = re.search(r"demo-([0-9a-f]{8})-", result.stdout)
