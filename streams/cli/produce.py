@@ -27,10 +27,10 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.codec.avro import AvroCodec
+from streams.codec.jsonmap import envelope_fields
 from streams.config import client_settings
 from streams.replay import Cluster
 from streams.schemas.catalog import default_catalog
-from streams.tools.jsonmap import envelope_fields
 from streams.tools.produce import (
     DEFAULT_SOURCE,
     EnvelopeMaker,

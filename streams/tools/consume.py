@@ -24,12 +24,12 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Messa
 
 from streams.codec.avro import AvroCodec
 from streams.codec.errors import DecodeError
+from streams.codec.jsonmap import envelope_fields
 from streams.replay.cluster import Cluster
 from streams.replay.errors import PositionError, ReplayError, UnknownTopicError
 from streams.replay.filters import RecordFilter
 from streams.replay.plan import ReplayPlan, plan_replay
 from streams.replay.positions import PositionSpec, Shift, TopicSelection, format_ms
-from streams.tools.jsonmap import envelope_fields
 
 BATCH = 1000
 POLL_TIMEOUT = 0.5  # seconds per consume call: how soon Ctrl-C and --follow's end are seen
@@ -233,7 +233,7 @@ def raw_view(msg: Message, *, with_headers: bool = False) -> dict[str, Any]:
 
 def view(msg: Message, codec: AvroCodec, *, with_headers: bool = False) -> dict[str, Any]:
     """A record decoded: coordinates, key, then the envelope's fields (its payload as
-    JSON, ``streams.tools.jsonmap``). A record that does not decode is ``raw_view`` with
+    JSON, ``streams.codec.jsonmap``). A record that does not decode is ``raw_view`` with
     an ``error``."""
     headers = msg.headers()
     try:

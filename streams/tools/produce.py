@@ -1,7 +1,7 @@
 """Write envelopes from JSON lines: what ``streams produce`` does.
 
 Each non-blank input line is one payload (a JSON object) of the chosen type and version.
-It is read as JSON (``streams.tools.jsonmap``), keyed (``KeySpec``), wrapped in a new
+It is read as JSON (``streams.codec.jsonmap``), keyed (``KeySpec``), wrapped in a new
 envelope and encoded with the codec the runtime uses, which validates it against the
 schema; only then is it written. Records are keyed by the envelope's key, with Java's
 partitioner, as the runtime writes them.
@@ -25,11 +25,11 @@ from confluent_kafka import KafkaError, Message, Producer
 
 from streams.codec.avro import AvroCodec
 from streams.codec.errors import EncodeError
+from streams.codec.jsonmap import from_json
 from streams.envelope import Envelope
 from streams.errors import StreamsError
 from streams.replay.cluster import Cluster
 from streams.replay.errors import UnknownTopicError
-from streams.tools.jsonmap import from_json
 
 DEFAULT_SOURCE = "streams-cli"
 Headers = list[tuple[str, str | bytes | None]]

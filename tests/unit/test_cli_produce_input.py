@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from streams.codec import AvroCodec
+from streams.codec.jsonmap import envelope_fields
 from streams.schemas.catalog import SchemaCatalog
-from streams.tools.jsonmap import envelope_fields
 from streams.tools.produce import (
     EnvelopeMaker,
     KeySpec,
