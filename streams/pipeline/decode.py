@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from streams.codec import Codec, DecodeError, peek_type
+from streams.codec.headers import Headers
 from streams.envelope import Envelope, Tombstone
 from streams.pipeline.record import Record
 from streams.topology.nodes import ANY_TYPE, SourceNode
@@ -31,11 +32,13 @@ class Decode:
     metadata never pays for it, and an envelope passed on unchanged is written as it came
     in); its decode errors are the attempt's decode failures all the same."""
 
-    __slots__ = ("_codec", "_reads_headers", "_sources")
+    __slots__ = ("_codec", "_reads", "_reads_headers", "_sources")
 
     def __init__(self, codec: Codec, sources: Mapping[str, SourceNode]) -> None:
         self._codec = codec
         self._sources = dict(sources)
+        # The versions of each source of several types, by type (made once, read per record).
+        self._reads = {topic: s.reads for topic, s in self._sources.items() if s.also}
         # A codec whose values carry all the metadata says so (``reads_headers = False``):
         # then the headers are never asked of the message (see ``Record.headers``).
         self._reads_headers = getattr(codec, "reads_headers", True)
@@ -52,6 +55,8 @@ class Decode:
         if source.type == ANY_TYPE:  # a repartition topic: any envelope, as it was written
             env = record.envelope = self._codec.decode(record.value, headers, lazy=True)
             return env
+        if source.also:
+            return self._one_of(source, self._reads[record.source_topic], record, headers)
         try:
             env = self._codec.decode(record.value, headers, version=source.version, lazy=True)
         except DecodeError:
@@ -66,5 +71,21 @@ class Decode:
             raise UnexpectedTypeError(
                 f"source {source.name!r} reads {source.type}, got a record of {env.type}"
             )
+        record.envelope = env
+        return env
+
+    def _one_of(
+        self, source: SourceNode, reads: dict[str, int], record: Record, headers: Headers | None
+    ) -> Envelope:
+        """A record of a source of several types: read as written, then at the reader
+        version of its type when the writer's is another."""
+        env = self._codec.decode(record.value, headers, lazy=True)
+        version = reads.get(env.type)
+        if version is None:
+            raise UnexpectedTypeError(
+                f"source {source.name!r} reads {source.label}, got a record of {env.type}"
+            )
+        if env.version != version:
+            env = self._codec.decode(record.value, headers, version=version, lazy=True)
         record.envelope = env
         return env

@@ -24,7 +24,7 @@ like Kafka Streams' ``Topology`` API.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -84,13 +84,24 @@ class TopologyBuilder:
         self,
         topic: TopicRef,
         *,
-        type: str,
-        version: int,
+        type: str | None = None,
+        version: int | None = None,
+        types: Mapping[str, int] | None = None,
         name: str | None = None,
     ) -> Stream:
-        """Read ``topic``; each record is decoded as ``type`` resolved to ``version``."""
+        """Read ``topic``; each record is decoded as ``type`` resolved to ``version``. A
+        topic of several event types (an event-sourced entity's) names them all instead,
+        each with its reader version: ``types={"account.opened": 1, ...}``; a record of
+        any other type goes to the dead-letter topic."""
+        if types is None and type is not None and version is not None:
+            types = {type: version}
+        elif types is None or type is not None or version is not None or not types:
+            raise TopologyError(
+                f"source of {_label(topic)!r}: give type= and version=, or types={{type: version}}"
+            )
+        (first, first_version), *more = types.items()
         node_name = self._unique(name or f"source-{_label(topic)}")
-        self.add_source(node_name, topic, type=type, version=version)
+        self._add(SourceNode(node_name, topic, first, first_version, also=tuple(more)))
         return Stream(self, Edge(node_name))
 
     def table(

@@ -23,11 +23,14 @@ from streams.topology.windows import AnyWindows, Sessions, Windows
 
 def _what(t: Topology, node: Node) -> str:
     if isinstance(node, SourceNode | SinkNode):
-        role, verb = ("Source", "reads") if isinstance(node, SourceNode) else ("Sink", "writes")
+        if isinstance(node, SourceNode):
+            role, verb, label = "Source", "reads", node.label
+        else:
+            role, verb, label = "Sink", "writes", f"{node.type}@{node.version}"
         what = (
             "repartition: any envelope, by its new key"
             if node.type == ANY_TYPE
-            else f"{verb} {node.type}@{node.version}"
+            else f"{verb} {label}"
         )
         return f"{role}: {node.name} (topic: {t.topic(node.topic)}, {what})"
     fn = node.describe_fn()
@@ -102,6 +105,8 @@ def _node_data(t: Topology, node: Node) -> dict[str, Any]:
         data["topic"] = t.topic(node.topic)
         data["type"] = None if node.type == ANY_TYPE else node.type
         data["version"] = None if node.type == ANY_TYPE else node.version
+        if isinstance(node, SourceNode) and node.also:
+            data["types"] = node.reads
         return data
     data["role"] = "processor"
     data["kind"] = node.kind.value
@@ -180,7 +185,7 @@ def describe_mermaid(t: Topology) -> str:
     for node in t.nodes.values():
         nid = _id("n_", node.name)
         if isinstance(node, SourceNode):
-            lines.append(f"  {nid}[/{_quote(f'{node.name}: {node.type}@{node.version}')}/]")
+            lines.append(f"  {nid}[/{_quote(f'{node.name}: {node.label}')}/]")
             lines.append(f"  {_id('t_', t.topic(node.topic))} --> {nid}")
         elif isinstance(node, SinkNode):
             lines.append(f"  {nid}[\\{_quote(f'{node.name}: {node.type}@{node.version}')}\\]")

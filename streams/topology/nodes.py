@@ -65,9 +65,10 @@ class Edge:
 
 @dataclass(frozen=True, slots=True)
 class SourceNode:
-    """Reads ``topic``; decodes each record as ``type``, resolved to reader ``version``.
-    ``table``: the topic is a table's (``builder.table``): a record without a value is a
-    tombstone, not a failure."""
+    """Reads ``topic``; decodes each record as ``type``, resolved to reader ``version``;
+    ``also``: more ``(type, version)`` pairs it reads the same way (a topic of several
+    event types, as an event-sourced entity's). ``table``: the topic is a table's
+    (``builder.table``): a record without a value is a tombstone, not a failure."""
 
     name: str
     topic: TopicRef
@@ -76,6 +77,17 @@ class SourceNode:
     outputs: tuple[str, ...] = (DEFAULT_OUTPUT,)
     parents: tuple[Edge, ...] = ()
     table: bool = False
+    also: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def reads(self) -> dict[str, int]:
+        """Each type the source reads, with its reader version."""
+        return {self.type: self.version, **dict(self.also)}
+
+    @property
+    def label(self) -> str:
+        """``type@version`` of each type it reads, for people."""
+        return ", ".join(f"{t}@{v}" for t, v in self.reads.items())
 
 
 @dataclass(frozen=True, slots=True)

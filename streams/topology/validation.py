@@ -134,6 +134,9 @@ def _dead_ends(t: Topology) -> list[str]:
         what = "source" if isinstance(node, SourceNode) else f"step ({node.kind})"
         if isinstance(node, StepNode) and node.kind is StepKind.TABLE:
             continue  # read by joins, through its store
+        spec = node.aggregate if isinstance(node, StepNode) else None
+        if spec is not None and spec.windows is None and not kids.get(node.outputs[0]):
+            continue  # a table read through its store: joins, queries (a projection)
         if len(node.outputs) == 1:
             if not kids.get(node.outputs[0]):
                 out.append(
@@ -203,19 +206,25 @@ def _schemas(t: Topology, catalog: CatalogLike) -> list[str]:
                 f"aggregation {step.name!r} keeps values of unknown schema "
                 f"{spec.type}@{spec.version}"
             )
-    nodes: list[SourceNode | SinkNode] = [*t.sources, *t.sinks]
-    nodes = [n for n in nodes if n.type != ANY_TYPE]  # repartition topics carry any type
-    for node in nodes:
-        if catalog.has(node.type, node.version):
+    uses: list[tuple[str, str, str, int]] = [
+        (role, node.name, type_, version)
+        for role, nodes in (("source", t.sources), ("sink", t.sinks))
+        for node in nodes
+        if node.type != ANY_TYPE  # repartition topics carry any type
+        for type_, version in (
+            node.reads.items() if isinstance(node, SourceNode) else [(node.type, node.version)]
+        )
+    ]
+    for role, name, type_, version in uses:
+        if catalog.has(type_, version):
             continue
-        role = "source" if isinstance(node, SourceNode) else "sink"
-        known = catalog.versions(node.type) if _has_type(catalog, node.type) else []
+        known = catalog.versions(type_) if _has_type(catalog, type_) else []
         have = (
             f"known versions: {', '.join(f'v{v}' for v in known)}"
             if known
-            else f"no schemas/{node.type}/ folder"
+            else f"no schemas/{type_}/ folder"
         )
-        out.append(f"{role} {node.name!r} uses unknown schema {node.type}@{node.version} ({have})")
+        out.append(f"{role} {name!r} uses unknown schema {type_}@{version} ({have})")
     return out
 
 
