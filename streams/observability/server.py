@@ -1,26 +1,31 @@
-"""The metrics port: ``/metrics``, ``/healthz`` and ``/readyz`` of one runtime instance.
+"""The instance's HTTP port: ``/metrics``, ``/healthz``, ``/readyz`` and ``/stores``.
 
-``MetricsServer(port, health, exposition).start()`` binds the port at once (a port that
-is taken raises ``MetricsServerError``, so ``streams run`` fails with one line before it
-consumes anything) and serves from a daemon thread until ``stop()``:
+``InstanceServer(port, health, exposition=, query=).bind()`` binds the port at once (a port
+that is taken raises ``InstanceServerError``, so ``streams run`` fails with one line before
+it consumes anything); ``start()`` serves from a daemon thread until ``stop()``:
 
-- ``/metrics``: Prometheus text format, ``exposition()``'s body and content type, built
-  at scrape time (``streams.observability.metrics``).
+- ``/metrics`` (with ``exposition``): Prometheus text format, ``exposition()``'s body and
+  content type, built at scrape time (``streams.observability.metrics``).
 - ``/healthz``: 200 ``ok`` while the loop runs, else 503.
 - ``/readyz``: 200 ``ready`` when ``health.unready()`` is empty, else 503 with the
   reasons, one a line (``streams.observability.health``).
+- ``/stores/<table>/<key>`` (with ``query``): the value of ``key`` in ``table`` as JSON,
+  ``query(table, key)``'s status and body (``streams.runtime.query``); ``<key>`` is
+  URL-quoted.
 
 ``load_metrics`` imports the metrics module, which needs ``prometheus_client`` (the extra
-``metrics``): without it, one ``MetricsServerError`` saying what to install.
+``metrics``): without it, one ``InstanceServerError`` saying what to install.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import ModuleType
 from typing import Any
+from urllib.parse import unquote
 
 from streams.errors import StreamsError
 from streams.observability.health import Health
@@ -30,32 +35,44 @@ INSTALL = "pip install 'streams[metrics]'"
 Exposition = Callable[[], tuple[bytes, str]]
 """Returns the body of a scrape and its content type."""
 
+Query = Callable[[str, str], tuple[int, Any]]
+"""``query(table, key)``: the HTTP status and the JSON body of the answer."""
 
-class MetricsServerError(StreamsError):
-    """The metrics port cannot be served: the package is missing or the port is taken."""
+STORES = "/stores/"
+
+
+class InstanceServerError(StreamsError):
+    """The port cannot be served: the metrics package is missing or the port is taken."""
 
 
 def load_metrics() -> ModuleType:
-    """``streams.observability.metrics``, or ``MetricsServerError`` without its package."""
+    """``streams.observability.metrics``, or ``InstanceServerError`` without its package."""
     try:
         from streams.observability import metrics  # noqa: PLC0415 - the extra's module
     except ImportError as exc:
-        raise MetricsServerError(
+        raise InstanceServerError(
             f"--metrics-port needs the package prometheus_client: {INSTALL}"
         ) from exc
     return metrics
 
 
-class MetricsServer:
-    """Serves one instance's metrics and health on ``port`` (0: a free port, see ``port``)."""
+class InstanceServer:
+    """Serves one instance's endpoints on ``port`` (0: a free port, see ``port``)."""
 
     def __init__(
-        self, port: int, health: Health, exposition: Exposition, *, host: str = "0.0.0.0"
+        self,
+        port: int,
+        health: Health,
+        *,
+        exposition: Exposition | None = None,
+        query: Query | None = None,
+        host: str = "0.0.0.0",
     ) -> None:
         self._requested = port
         self._host = host
         self._health = health
         self._exposition = exposition
+        self._query = query
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -64,18 +81,25 @@ class MetricsServer:
         """The bound port (the one asked for, or the free one picked for 0)."""
         return self._server.server_address[1] if self._server is not None else self._requested
 
-    def start(self) -> MetricsServer:
-        handler = _handler(self._health, self._exposition)
-        try:
-            server = ThreadingHTTPServer((self._host, self._requested), handler)
-        except OSError as exc:
-            raise MetricsServerError(
-                f"cannot serve metrics on port {self._requested}: {exc.strerror or exc}"
-            ) from exc
-        server.daemon_threads = True
-        self._server = server
+    def bind(self) -> InstanceServer:
+        """Take the port (nothing is served until ``start``)."""
+        if self._server is None:
+            handler = _handler(self._health, self._exposition, self._query)
+            try:
+                server = ThreadingHTTPServer((self._host, self._requested), handler)
+            except OSError as exc:
+                raise InstanceServerError(
+                    f"cannot serve on port {self._requested}: {exc.strerror or exc}"
+                ) from exc
+            server.daemon_threads = True
+            self._server = server
+        return self
+
+    def start(self) -> InstanceServer:
+        server = self.bind()._server
+        assert server is not None
         self._thread = threading.Thread(
-            target=server.serve_forever, name="streams-metrics", daemon=True
+            target=server.serve_forever, name="streams-http", daemon=True
         )
         self._thread.start()
         return self
@@ -90,11 +114,18 @@ class MetricsServer:
             self._thread = None
 
 
-def _handler(health: Health, exposition: Exposition) -> type[BaseHTTPRequestHandler]:
+def _handler(
+    health: Health, exposition: Exposition | None, query: Query | None
+) -> type[BaseHTTPRequestHandler]:
+    served = ["/healthz", "/readyz"]
+    served += ["/metrics"] if exposition is not None else []
+    served += [f"{STORES}<table>/<key>"] if query is not None else []
+    elsewhere = f"not found: {', '.join(served)} are served here"
+
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
-            if path == "/metrics":
+            if path == "/metrics" and exposition is not None:
                 try:
                     body, content_type = exposition()
                 except Exception as exc:  # a scrape that fails is one line, not a traceback
@@ -107,8 +138,16 @@ def _handler(health: Health, exposition: Exposition) -> type[BaseHTTPRequestHand
             elif path == "/readyz":
                 reasons = health.unready()
                 self._text(503 if reasons else 200, "\n".join(reasons) or "ready")
+            elif path.startswith(STORES) and query is not None and path.count("/") == 3:
+                table, _, key = path.removeprefix(STORES).partition("/")
+                try:
+                    status, answer = query(unquote(table), unquote(key))
+                except Exception as exc:  # a failed read is an answer, not a traceback
+                    status, answer = 500, {"error": f"{type(exc).__name__}: {exc}"}
+                body = json.dumps(answer, ensure_ascii=False).encode()
+                self._send(status, body, "application/json")
             else:
-                self._text(404, "not found: /metrics, /healthz and /readyz are served here")
+                self._text(404, elsewhere)
 
         def _text(self, status: int, text: str) -> None:
             self._send(status, f"{text}\n".encode(), "text/plain; charset=utf-8")

@@ -42,6 +42,11 @@ class RuntimeConfig:
     # Serve Prometheus metrics, /healthz and /readyz on this port (0: a free one); None:
     # no metrics, and nothing of them on the record path (``streams.observability``).
     metrics_port: int | None = None
+    # Answer /stores/<table>/<key> (and /healthz, /readyz) on this port (0: a free one),
+    # advertised to the group as ``advertise`` (host:port; default 127.0.0.1 and the port)
+    # for ``streams query``; None: no query port (``streams.runtime.query``).
+    query_port: int | None = None
+    advertise: str | None = None
     # Exactly-once: how long an open transaction of a dead instance blocks readers at most.
     transaction_timeout_ms: int = 10_000
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 
 from streams.admin import admin_client
+from streams.pipeline.stats import Stats
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.runner import Runtime
 from streams.runtime.signals import graceful_shutdown
@@ -13,14 +15,27 @@ from streams.runtime.topics import prepare_topics
 from streams.topology import Topology
 
 
-def run_instance(topology: Topology, config: RuntimeConfig, *, live: bool | None = None) -> Runtime:
+def run_instance(
+    topology: Topology,
+    config: RuntimeConfig,
+    *,
+    live: bool | None = None,
+    on_tick: Callable[[Stats], None] | None = None,
+) -> Runtime:
     """Create owned topics, then run until SIGINT/SIGTERM (graceful: finish, flush,
     commit, close; a second signal forces exit). Must be called on the main thread.
-    Returns the stopped runtime (its counters, for a summary). Raises RuntimeFailure (and
-    MissingTopicError) like ``Runtime.run``."""
+    ``on_tick(stats)`` is called with the status, on the runtime's thread, every
+    ``status_interval_s``. Returns the stopped runtime (its counters, for a summary).
+    Raises RuntimeFailure (and MissingTopicError) like ``Runtime.run``."""
     prepare_topics(admin_client(config.bootstrap, config.client), topology)
     reporter = StatusReporter(topology.app_id, live=live, interval_s=config.status_interval_s)
-    runtime = Runtime(topology, config, on_tick=reporter.show)
+
+    def tick(stats: Stats) -> None:
+        reporter.show(stats)
+        if on_tick is not None:
+            on_tick(stats)
+
+    runtime = Runtime(topology, config, on_tick=tick)
     settle_heap()
     try:
         with graceful_shutdown(runtime.stop):

@@ -44,7 +44,7 @@ from streams.coordinates import TP
 from streams.failures.topics import ensure_failure_topics
 from streams.logs import get_logger, in_hand
 from streams.observability.health import Health
-from streams.observability.server import MetricsServer, load_metrics
+from streams.observability.server import InstanceServer, load_metrics
 from streams.pipeline.chain import Intake, build_chain
 from streams.pipeline.commit import Committer
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure, transient
@@ -62,6 +62,7 @@ from streams.runtime.clients import Clients, KafkaClients
 from streams.runtime.commit import CommitContext, make_committer
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import RecordFailed
+from streams.runtime.query import Tables, client_id
 from streams.runtime.recovery import Recovery
 from streams.runtime.stall import PartitionEnds, StallWatch
 from streams.runtime.state import RuntimeState, crash_guard, needs_state, processing_guarantee
@@ -137,6 +138,14 @@ class Runtime:
             **consumer_overrides(topology),
             "error_cb": self._client_error,
         }
+        # The query port is bound now: the consumer advertises it to the group.
+        self._query_server: InstanceServer | None = None
+        if config.query_port is not None:
+            self._query_server = InstanceServer(
+                config.query_port, self.health, query=self._answer
+            ).bind()
+            endpoint = config.advertise or f"127.0.0.1:{self._query_server.port}"
+            consumer_config = {"client.id": client_id(app, endpoint), **consumer_config}
         if self.metrics is not None:
             consumer_config.update(self.metrics.client_settings("consumer"))
         self._outage: KafkaError | None = None
@@ -175,6 +184,7 @@ class Runtime:
             intake=intake,
             step_timer=self.metrics.steps if self.metrics is not None else None,
         )
+        self._tables = Tables(topology, state, self.plan.payloads, self._partition_count)
         gate = self._chain.gate
         if gate is not None:  # a retry tier held until its head is due: waiting, not stalled
             ends.waiting = gate.is_held
@@ -192,7 +202,7 @@ class Runtime:
             stopping=lambda: self._stopping,
             log=log,
         )
-        self._server: MetricsServer | None = None
+        self._server: InstanceServer | None = None
         if self.metrics is not None:
             self.metrics.watch(self)
 
@@ -236,10 +246,16 @@ class Runtime:
 
     def run(self) -> None:
         """Consume, process and commit until stopped. Raises RuntimeFailure on failure."""
+        # Before the start: /healthz and /readyz answer while it blocks.
         if self.metrics is not None and self.config.metrics_port is not None:
-            self._server = MetricsServer(
-                self.config.metrics_port, self.health, self.metrics.exposition
-            ).start()  # before the start: /healthz and /readyz answer while it blocks
+            self._server = InstanceServer(
+                self.config.metrics_port,
+                self.health,
+                exposition=self.metrics.exposition,
+                query=self._answer,
+            ).start()
+        if self._query_server is not None:
+            self._query_server.start()
         self.health.running = True
         try:
             self.start()
@@ -274,14 +290,33 @@ class Runtime:
 
     def _stop_serving(self) -> None:
         self.health.running = False
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
+        for server in (self._server, self._query_server):
+            if server is not None:
+                server.stop()
+        self._server = self._query_server = None
 
     @property
     def metrics_port(self) -> int | None:
         """The port metrics are served on while ``run`` runs (the free one picked for 0)."""
         return self._server.port if self._server is not None else None
+
+    @property
+    def query_port(self) -> int | None:
+        """The port tables are queried on (the free one picked for 0)."""
+        return self._query_server.port if self._query_server is not None else None
+
+    def query(self, table: str, key: str) -> Any | None:
+        """The value of ``key`` in ``table`` (an aggregation without windows, or a table
+        topic materialised), or None when it has none; ``NotHereError`` when another
+        instance owns the key (``streams.runtime.query``). Any thread may call it."""
+        return self._tables.get(table, key)
+
+    def _answer(self, table: str, key: str) -> tuple[int, dict[str, Any]]:
+        return self._tables.answer(table, key)
+
+    def _partition_count(self, topic: str) -> int:
+        metadata = self._admin.list_topics(topic, timeout=self.config.shutdown_timeout_s)
+        return len(metadata.topics[topic].partitions)
 
     def start(self) -> None:
         """Before the first turn: create the retry tiers and DLQs, prepare commits (changelog

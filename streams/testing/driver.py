@@ -37,10 +37,8 @@ from streams.runtime.state import IN_MEMORY
 from streams.state.transaction import PartitionTransaction
 from streams.testing.memory import MemoryCluster, StoredRecord
 from streams.testing.memory.admin import MemoryClients
-from streams.topology.aggregate import AggregateSpec, read_table
+from streams.topology.aggregate import read_table, table_spec
 from streams.topology.errors import TopologyError
-from streams.topology.joins import Lookup
-from streams.topology.nodes import StepKind, StepNode
 from streams.topology.partitioning import partition_for
 from streams.topology.policy import ProcessingError, ProcessingFailure
 from streams.topology.tables import copartition_problems
@@ -306,18 +304,19 @@ class TestDriver:
         topic materialised) across every partition: by key, or with windows by ``(key,
         Window)``; closed windows are gone. Raises TopologyError for a name that is no
         table."""
-        node = self.topology.nodes.get(name)
-        spec: AggregateSpec | Lookup | None = None
-        if isinstance(node, StepNode):  # what keeps a table in a store of its own
-            spec = {StepKind.AGGREGATE: node.aggregate, StepKind.TABLE: node.lookup}.get(node.kind)
+        spec = table_spec(self.topology, name)
         state = self._runtime.state
-        if spec is None or state is None:
-            raise TopologyError(f"topology {self.topology.app_id!r} has no table {name!r}")
+        assert state is not None  # a topology with a table has stores
         payloads = self._runtime.plan.payloads
         found: dict[Any, Any] = {}
         for part in state.stores[spec.store].partitions.values():
             found.update(read_table(part, spec, payloads))
         return found
+
+    def query(self, table: str, key: str) -> Any | None:
+        """The value of ``key`` in ``table``, read as ``Runtime.query`` reads it (what
+        ``streams query`` and the query port answer); None when it has none."""
+        return self._runtime.query(table, key)
 
     @property
     def duplicates(self) -> int:

@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from streams.envelope import Envelope
+from streams.topology.errors import TopologyError
 from streams.topology.joins import Lookup
+from streams.topology.nodes import StepKind, StepNode
 from streams.topology.policy import StepFailed, dead_letter
 from streams.topology.sliding import build_sliding, read_sliding
 from streams.topology.store_layout import (
@@ -66,8 +68,8 @@ from streams.topology.windows import (
 if TYPE_CHECKING:
     from streams.codec.payload import Payloads
     from streams.state.store import ChangelogPartition
-    from streams.topology.nodes import StepNode
     from streams.topology.plan import Plan, Run
+    from streams.topology.topology import Topology
 
 EMITS = ("updates", "final")
 LATE = "late"
@@ -336,6 +338,21 @@ def build_to_stream(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
             nxt(env)
 
     return to_stream_step
+
+
+def table_spec(topology: Topology, name: str) -> AggregateSpec | Lookup:
+    """What keeps table ``name`` (its ``Table.name``: an aggregation, or a table topic
+    materialised) in a store of its own. Raises TopologyError for a name that is no table."""
+    node = topology.nodes.get(name)
+    spec: AggregateSpec | Lookup | None = None
+    if isinstance(node, StepNode):  # what keeps a table in a store of its own
+        spec = {StepKind.AGGREGATE: node.aggregate, StepKind.TABLE: node.lookup}.get(node.kind)
+    if spec is None:
+        tables = [n.name for n in topology.steps if n.kind in (StepKind.AGGREGATE, StepKind.TABLE)]
+        raise TopologyError(
+            f"topology {topology.app_id!r} has no table {name!r} (tables: {tables or 'none'})"
+        )
+    return spec
 
 
 def read_table(

@@ -21,7 +21,7 @@ import streams.observability
 from streams.coordinates import TP
 from streams.observability.health import Health
 from streams.observability.metrics import RuntimeMetrics
-from streams.observability.server import MetricsServer, MetricsServerError, load_metrics
+from streams.observability.server import InstanceServer, InstanceServerError, load_metrics
 from streams.pipeline.stats import Stats
 from streams.testing.metrics import get
 
@@ -54,7 +54,9 @@ def served() -> Iterator[tuple[FakeRuntime, RuntimeMetrics, int]]:
     runtime = FakeRuntime()
     metrics = RuntimeMetrics("billing", "instance-1")
     metrics.watch(runtime)  # type: ignore[arg-type]
-    server = MetricsServer(0, runtime.health, metrics.exposition, host="127.0.0.1").start()
+    server = InstanceServer(
+        0, runtime.health, exposition=metrics.exposition, host="127.0.0.1"
+    ).start()
     try:
         yield runtime, metrics, server.port
     finally:
@@ -132,8 +134,10 @@ def test_a_taken_port_is_one_clear_error() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        server = MetricsServer(port, Health(), lambda: (b"", "text/plain"), host="127.0.0.1")
-        with pytest.raises(MetricsServerError, match=f"cannot serve metrics on port {port}"):
+        server = InstanceServer(
+            port, Health(), exposition=lambda: (b"", "text/plain"), host="127.0.0.1"
+        )
+        with pytest.raises(InstanceServerError, match=f"cannot serve on port {port}"):
             server.start()
 
 
@@ -143,7 +147,7 @@ def test_without_prometheus_client_the_error_says_what_to_install(
     monkeypatch.setitem(sys.modules, "prometheus_client", None)  # as if not installed
     monkeypatch.delitem(sys.modules, "streams.observability.metrics")
     monkeypatch.delattr(streams.observability, "metrics")
-    with pytest.raises(MetricsServerError) as raised:
+    with pytest.raises(InstanceServerError) as raised:
         load_metrics()
     assert str(raised.value) == (
         "--metrics-port needs the package prometheus_client: pip install 'streams[metrics]'"
