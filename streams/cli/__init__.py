@@ -19,6 +19,8 @@ from streams.cli import consume as consume_cli
 from streams.cli import lag as lag_cli
 from streams.cli import offsets as offsets_cli
 from streams.cli import produce as produce_cli
+from streams.cli import projections as projections_cli
+from streams.cli import query as query_cli
 from streams.cli import replay as replay_cli
 from streams.cli import request as request_cli
 from streams.cli._common import fail
@@ -61,6 +63,8 @@ app.add_typer(topics.app, name="topics")
 app.command("produce")(produce_cli.produce_command)
 app.command("consume")(consume_cli.consume_command)
 app.command("request")(request_cli.request_command)
+app.command("query")(query_cli.query_command)
+app.add_typer(projections_cli.app, name="projections")
 
 
 @app.callback()

@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import typer
 
@@ -106,6 +107,21 @@ MetricsPortOpt = typer.Option(
     help="Serve Prometheus /metrics, /healthz and /readyz on PORT (needs the extra "
     "'metrics'); with --instances N, instance i (from 0) serves PORT+i.",
 )
+QueryPortOpt = typer.Option(
+    None,
+    "--query-port",
+    min=0,
+    envvar="STREAMS_QUERY_PORT",
+    metavar="PORT",
+    help="Answer /stores/<table>/<key> (and /healthz, /readyz) on PORT, advertised to the "
+    "group for `streams query` (0: a free port); with --instances N, instance i serves PORT+i.",
+)
+AdvertiseOpt = typer.Option(
+    None,
+    "--advertise",
+    metavar="HOST[:PORT]",
+    help="How other machines reach the query port (default 127.0.0.1 and the port).",
+)
 JsonRunOpt = typer.Option(
     False,
     "--json",
@@ -132,6 +148,8 @@ def run(  # noqa: PLR0917 - a command's options
     wait_for_broker: bool = WaitOpt,
     schemas: Path | None = SchemasOpt,
     metrics_port: int | None = MetricsPortOpt,
+    query_port: int | None = QueryPortOpt,
+    advertise: str | None = AdvertiseOpt,
     as_json: bool = JsonRunOpt,
 ) -> None:
     """Run a topology until Ctrl-C or SIGTERM: consume its sources, process, write its
@@ -152,23 +170,23 @@ def run(  # noqa: PLR0917 - a command's options
         args += ["--stall-after", str(stall_after)]
         args += ["--wait-for-broker"] if wait_for_broker else []
         args += ["--json"] if as_json else []
-        raise typer.Exit(_supervise(args, instances, metrics_port))
-    settings = client_settings(config_file, client)
-    get_logger("streams.run").debug("client settings", settings=redacted(settings))
-    shared, consumer, producer = split_client_overrides(settings)
-    _reach(bootstrap, {**shared, **consumer}, timeout, wait=wait_for_broker)
-    config = RuntimeConfig(
-        bootstrap=bootstrap,
+        args += ["--advertise", advertise] if advertise else []
+        ports = {"--metrics-port": metrics_port, "--query-port": query_port}
+        raise typer.Exit(_supervise(args, instances, ports))
+    config = instance_config(
+        bootstrap,
+        client_settings(config_file, client),
+        timeout,
+        wait=wait_for_broker,
         batch_size=batch_size,
-        client=shared,
-        consumer=consumer,
-        producer=producer,
         processing_guarantee=guarantee,
         state_dir=state_dir,
         instance_id=instance_id,
         stall_warning_s=stall_warning,
         stall_after_s=stall_after,
         metrics_port=metrics_port,
+        query_port=query_port,
+        advertise=advertised(advertise, query_port),
     )
     started = time.monotonic()
     runtime = run_instance(topology, config, live=status)
@@ -185,6 +203,19 @@ def run(  # noqa: PLR0917 - a command's options
             "seconds": round(time.monotonic() - started, 3),
         }
         typer.echo(json.dumps(summary, default=str))
+
+
+def instance_config(
+    bootstrap: str, settings: dict[str, str], timeout: float, *, wait: bool, **fields: Any
+) -> RuntimeConfig:
+    """The ``RuntimeConfig`` of an instance a command runs, once the cluster answers
+    (``_reach``): the client ``settings`` routed to each kind of client, then ``fields``."""
+    get_logger("streams.run").debug("client settings", settings=redacted(settings))
+    shared, consumer, producer = split_client_overrides(settings)
+    _reach(bootstrap, {**shared, **consumer}, timeout, wait=wait)
+    return RuntimeConfig(
+        bootstrap=bootstrap, client=shared, consumer=consumer, producer=producer, **fields
+    )
 
 
 def _reach(bootstrap: str, settings: dict[str, str], timeout: float, *, wait: bool) -> None:
@@ -207,20 +238,31 @@ def _reach(bootstrap: str, settings: dict[str, str], timeout: float, *, wait: bo
                 warned = True
 
 
-def _supervise(args: list[str], instances: int, metrics_port: int | None = None) -> int:
+def advertised(advertise: str | None, query_port: int | None) -> str | None:
+    """``--advertise`` as ``host:port``: a bare host takes the query port (given, not 0)."""
+    if advertise is None or ":" in advertise or not query_port:
+        return advertise
+    return f"{advertise}:{query_port}"
+
+
+def _supervise(args: list[str], instances: int, ports: dict[str, int | None]) -> int:
     """Start ``instances`` children running ``streams run <args>``; forward stop signals.
-    With ``metrics_port``, child i serves its metrics on ``metrics_port + i`` (0: each a
-    free port)."""
+    Each port option given (``--metrics-port``, ``--query-port``) is ``port + i`` for
+    child i (0: each a free port)."""
     env = {**os.environ, "STREAMS_INSTANCES": "1"}
-    env.pop("STREAMS_METRICS_PORT", None)  # each child is given its own port
+    env.pop("STREAMS_METRICS_PORT", None)  # each child is given its own ports
+    env.pop("STREAMS_QUERY_PORT", None)
     cmd = [sys.executable, "-m", "streams", "run", *args]
 
-    def port_of(i: int) -> list[str]:
-        if metrics_port is None:
-            return []
-        return ["--metrics-port", str(metrics_port + i if metrics_port else 0)]
+    def ports_of(i: int) -> list[str]:
+        return [
+            arg
+            for option, port in ports.items()
+            if port is not None
+            for arg in (option, str(port + i if port else 0))
+        ]
 
-    children = [subprocess.Popen([*cmd, *port_of(i)], env=env) for i in range(instances)]
+    children = [subprocess.Popen([*cmd, *ports_of(i)], env=env) for i in range(instances)]
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         for child in children:

@@ -46,6 +46,9 @@ class TopologyProcess:
     SIGKILL); ``kill()`` sends SIGKILL at once, as a crash would. ``check()`` raises
     ``TopologyProcessError`` with the process's output when
     it has exited by itself. ``output()`` is everything it printed so far.
+
+    ``command``: the ``streams`` command that runs the file (``("projections",
+    "rebuild")`` runs a rebuild, which runs an instance too).
     """
 
     def __init__(
@@ -58,8 +61,10 @@ class TopologyProcess:
         args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None,
+        command: Sequence[str] = ("run",),
     ) -> None:
         self.path = Path(path)
+        self.subcommand = list(command)
         self.bootstrap = bootstrap
         self.app_id = app_id
         self.settings = dict(settings or {})
@@ -72,7 +77,7 @@ class TopologyProcess:
 
     @property
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "streams", "run", str(self.path)]
+        cmd = [sys.executable, "-m", "streams", *self.subcommand, str(self.path)]
         cmd += ["--bootstrap", self.bootstrap, "--no-status"]
         if self.app_id:
             cmd += ["--app-id", self.app_id]
