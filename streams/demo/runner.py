@@ -25,6 +25,7 @@ from streams.demo.context import DemoContext, step_line
 from streams.demo.failures import step_failures
 from streams.demo.faust import step_faust
 from streams.demo.observability import step_observability
+from streams.demo.projections import step_projections
 from streams.demo.replay import step_replay
 from streams.demo.requests import step_requests
 from streams.demo.round_trip import step_round_trip
@@ -52,6 +53,7 @@ STEPS: list[Callable[[DemoContext], None]] = [
     step_timers,
     step_tables,
     step_requests,
+    step_projections,
     step_replay,
     step_testing,
 ]

@@ -49,6 +49,10 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient
         result.stdout
     )
     assert "an unknown sku answered at once by an error reply (UnknownSku)" in result.stdout
+    assert "1000 events of 30 accounts folded into balances; each account asked for" in (
+        result.stdout
+    )
+    assert "all equal to the fold by hand" in result.stdout
     assert "demo done" in result.stdout
     # Every topic of the run is gone: the inputs, and what its apps made (DLQs, changelogs).
     run_id = re.search(r"demo-([0-9a-f]{8})-", result.stdout)
