@@ -38,6 +38,17 @@ from streams.replay.positions import TopicSelection
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_TIMEOUT = 10.0
+# Errors of a cluster still settling (a new topic's leader, the group coordinator of a
+# fresh cluster while __consumer_offsets is made) that librdkafka does not flag retriable.
+_MOVING = frozenset(
+    (
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+    )
+)
 NO_COMMIT = -1001  # librdkafka's OFFSET_INVALID: the group has no offset for the partition
 
 OffsetKind = Literal["earliest", "latest"] | int
@@ -153,7 +164,7 @@ class Cluster:
                 err = exc.args[0] if exc.args else None
                 if not isinstance(err, KafkaError):
                     raise ClusterError(f"{what} failed: {exc}") from exc
-                if err.retriable() and time.monotonic() < deadline:
+                if (err.retriable() or err.code() in _MOVING) and time.monotonic() < deadline:
                     time.sleep(0.1)  # a coordinator still loading: the broker asks us to retry
                     continue
                 if err.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT):
@@ -325,8 +336,14 @@ class Cluster:
         """The group's committed offsets (all of them, or for ``partitions``); partitions
         without a commit are left out."""
         self.check()
-        tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
-        request = [ConsumerGroupTopicPartitions(group, tps)]
+        if partitions is not None:
+            return self._fetch_committed(group, partitions)
+        # librdkafka 2.16's ListConsumerGroupOffsets crashes the process (a segfault in
+        # its response handler) for a group the cluster has no offsets of on a cluster
+        # without __consumer_offsets yet: asked of groups that exist only.
+        if not self.describe_group(group).exists:
+            return {}
+        request = [ConsumerGroupTopicPartitions(group, None)]
         result = self._request(
             f"list offsets of group {group!r}",
             lambda: self.admin.list_consumer_group_offsets(request, request_timeout=self.timeout),
@@ -334,6 +351,24 @@ class Cluster:
         return {
             (tp.topic, tp.partition): tp.offset
             for tp in result.topic_partitions
+            if tp.offset >= 0 and tp.error is None
+        }
+
+    def _fetch_committed(self, group: str, partitions: Sequence[TP]) -> dict[TP, int]:
+        """``committed`` for known partitions: an OffsetFetch by a consumer of the group
+        that never joins it (no admin request, see ``committed``)."""
+        consumer = Consumer(self.client_config(**{"group.id": group, "enable.auto.commit": False}))
+        try:
+            tps = [TopicPartition(t, p) for t, p in partitions]
+            found = self._wait(
+                f"list offsets of group {group!r}",
+                lambda: consumer.committed(tps, timeout=self.timeout),
+            )
+        finally:
+            consumer.close()
+        return {
+            (tp.topic, tp.partition): tp.offset
+            for tp in found
             if tp.offset >= 0 and tp.error is None
         }
 
