@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from streams.admin import create_topic
-from streams.coordinates import TP
 from streams.errors import StreamsError
+from streams.replay import lag
 from streams.replay.cluster import Cluster
 from streams.topology import Topology
 from streams.topology.nodes import StepKind
@@ -119,7 +119,7 @@ def plan_rebuild(cluster: Cluster, name: str, topology: Topology) -> RebuildPlan
     if topology.app_id == current:
         raise ProjectionError(f"{current} serves {name!r} now: rebuild under another app id")
     owned = {o.name for o in topology.owned_topics}  # made by the new app, empty now
-    inputs = _partitions(cluster, [t for t in topology.topics_read if t not in owned])
+    inputs = [(t, p) for t in topology.topics_read if t not in owned for p in cluster.partitions(t)]
     ends = cluster.list_offsets(inputs, "latest")
     starts = cluster.list_offsets(inputs, "earliest")
     records: dict[str, int] = {}
@@ -133,12 +133,4 @@ def plan_rebuild(cluster: Cluster, name: str, topology: Topology) -> RebuildPlan
 def caught_up(cluster: Cluster, topology: Topology) -> bool:
     """Whether the app's group has committed the end of every partition it reads (its
     repartition topics too)."""
-    inputs = _partitions(cluster, topology.topics_read)
-    ends = cluster.list_offsets(inputs, "latest")
-    starts = cluster.list_offsets(inputs, "earliest")
-    committed = cluster.committed(topology.app_id, inputs)
-    return all(committed.get(tp, starts[tp]) >= ends[tp] for tp in inputs)
-
-
-def _partitions(cluster: Cluster, topics: list[str]) -> list[TP]:
-    return [(t, p) for t in topics for p in cluster.partitions(t)]
+    return lag.caught_up(cluster, topology.app_id, topology.topics_read)

@@ -48,6 +48,17 @@ class TopicLag:
         }
 
 
+def caught_up(cluster: Cluster, group: str, topics: Sequence[str]) -> bool:
+    """Whether ``group`` has committed the end of every partition of ``topics``: all that
+    was written there so far is processed (a partition with no record left counts as
+    read). Raises ``UnknownTopicError`` and ``ClusterError`` as ``Cluster`` does."""
+    partitions = [(t, p) for t in topics for p in cluster.partitions(t)]
+    ends = cluster.list_offsets(partitions, "latest")
+    starts = cluster.list_offsets(partitions, "earliest")
+    committed = cluster.committed(group, partitions)
+    return all(committed.get(tp, starts[tp]) >= ends[tp] for tp in partitions)
+
+
 def lag(cluster: Cluster, groups: Sequence[str] | None = None) -> list[TopicLag]:
     """Lag per (group, topic), sorted, for ``groups`` (default: every consumer group).
 

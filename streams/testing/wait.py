@@ -19,12 +19,13 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
     KafkaError,
-    KafkaException,
     Message,
     TopicPartition,
 )
 
 from streams.errors import StreamsError
+from streams.replay import lag
+from streams.replay.cluster import Cluster
 
 T = TypeVar("T")
 
@@ -40,19 +41,10 @@ def caught_up(bootstrap: str, group: str, topic: str) -> bool:
     """Whether ``group`` (an app id) has committed the end of every partition of
     ``topic``: everything written there so far is processed. False while the broker does
     not answer. ``wait_until(lambda: caught_up(...))`` waits for it."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})
     try:
-        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if meta is None or meta.error is not None:
-            return False
-        tps = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
-        committed = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=10)}
-        ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in tps}
-    except KafkaException:
+        return lag.caught_up(Cluster(bootstrap, 10), group, [topic])
+    except StreamsError:  # the broker away, the topic not there yet
         return False
-    finally:
-        consumer.close()
-    return all(max(committed[p], 0) == end for p, end in ends.items())
 
 
 def wait_until(
