@@ -188,16 +188,21 @@ def test_a_five_minute_windowed_join_matches_a_brute_force_join(  # noqa: PLR091
                 if o.data["order_id"] not in met
             ]
         )
-        by_partition = {partition_for(c.encode(), PARTITIONS): c for c in CUSTOMERS}
-        sent[payments_topic] += [  # hours on, in each partition: every order's window is over
-            dataclasses.replace(order(1000 + p, c), time=start + timedelta(hours=3))
-            for p, c in sorted(by_partition.items())
-        ]
+    by_partition = {partition_for(c.encode(), PARTITIONS): c for c in CUSTOMERS}
+    later = [  # hours on, in each partition: every order's window is over
+        dataclasses.replace(order(1000 + p, c), time=start + timedelta(hours=3))
+        for p, c in sorted(by_partition.items())
+    ]
     config = RuntimeConfig(bootstrap=kafka_bootstrap, state_dir=str(tmp_path))
     instance = RuntimeThread(Runtime(topology, config))
     try:
         kafka_io.produce(orders_topic, sent[orders_topic])
         kafka_io.produce(payments_topic, sent[payments_topic])
+        if left:
+            # Hours later in processing too: read before the last orders, a payment hours
+            # on would make them late (a side may run ahead of the other).
+            wait_until(lambda: caught_up(kafka_bootstrap, app_id, orders_topic), 60, what="read")
+            kafka_io.produce(payments_topic, later)
         out = kafka_io.wait_for_records(f"{app_id}-pairs", len(want), timeout=120)
         wait_until(lambda: caught_up(kafka_bootstrap, app_id, payments_topic), 60, what="read")
         wait_until(lambda: caught_up(kafka_bootstrap, app_id, orders_topic), 60, what="read")
