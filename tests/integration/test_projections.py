@@ -83,8 +83,12 @@ def test_two_instances_answer_every_key_as_the_fold_of_its_events(
     cluster = Cluster(kafka_bootstrap, 10)
     topology = load_topology(ACCOUNTS_FILE, app_id=app_id, params={"input": topic})
     wait_until(lambda: caught_up(cluster, topology), timeout=120, what="the projection")
-    members = cluster.describe_group(app_id).members
-    assert len(members) == 2 and all(m.partitions for m in members)  # both own keys
+
+    def both_own_keys() -> bool:  # the second instance's share comes in a second round
+        members = cluster.describe_group(app_id).members
+        return len(members) == 2 and all(m.partitions for m in members)
+
+    wait_until(both_own_keys, timeout=60, what="both instances owning partitions")
     expected = ACCOUNTS.replayed(sent)
     assert _all(cluster, app_id, sorted(expected)) == expected
     # The command: one line of JSON, from whichever instance owns the key.
