@@ -40,7 +40,7 @@ from streams.replay.errors import ClusterError, ClusterRefusedError
 from streams.runtime import RuntimeConfig
 from streams.runtime.config import split_client_overrides
 from streams.runtime.instance import run_instance
-from streams.topology import load_topology
+from streams.topology import TopologyError, load_topology
 
 InstancesOpt = typer.Option(
     1, "--instances", "-n", min=1, envvar="STREAMS_INSTANCES", help="Instances to start."
@@ -122,6 +122,20 @@ AdvertiseOpt = typer.Option(
     metavar="HOST[:PORT]",
     help="How other machines reach the query port (default 127.0.0.1 and the port).",
 )
+ShareOpt = typer.Option(
+    False,
+    "--share",
+    help="Run on a share group (a work queue, KIP-932): any instance takes any record, no "
+    "per-key order; stateless topologies only.",
+)
+DeliveriesOpt = typer.Option(
+    None,
+    "--deliveries",
+    min=1,
+    metavar="N",
+    help="With --share: deliveries of a failing record before the DLQ (default: the "
+    "topology's, 3).",
+)
 JsonRunOpt = typer.Option(
     False,
     "--json",
@@ -150,6 +164,8 @@ def run(  # noqa: PLR0917 - a command's options
     metrics_port: int | None = MetricsPortOpt,
     query_port: int | None = QueryPortOpt,
     advertise: str | None = AdvertiseOpt,
+    share: bool = ShareOpt,
+    deliveries: int | None = DeliveriesOpt,
     as_json: bool = JsonRunOpt,
 ) -> None:
     """Run a topology until Ctrl-C or SIGTERM: consume its sources, process, write its
@@ -159,6 +175,10 @@ def run(  # noqa: PLR0917 - a command's options
         configure_logging(logging.getLogger().level, json=True)
     use_schemas(schemas)  # children inherit it through $STREAMS_SCHEMAS
     topology = load_topology(file, app_id=app_id, params=parse_params(params))
+    if share or topology.consumption == "share":
+        topology = topology.shared(deliveries)
+    elif deliveries is not None:
+        raise TopologyError("--deliveries counts the deliveries of a share group: add --share")
     if instances > 1:
         args = [str(file), "--app-id", topology.app_id, "--bootstrap-server", bootstrap]
         args += [f"--set={p}" for p in params] + [f"-X{c}" for c in client]
@@ -171,6 +191,8 @@ def run(  # noqa: PLR0917 - a command's options
         args += ["--wait-for-broker"] if wait_for_broker else []
         args += ["--json"] if as_json else []
         args += ["--advertise", advertise] if advertise else []
+        args += ["--share"] if share else []
+        args += ["--deliveries", str(deliveries)] if deliveries else []
         ports = {"--metrics-port": metrics_port, "--query-port": query_port}
         raise typer.Exit(_supervise(args, instances, ports))
     config = instance_config(

@@ -149,8 +149,11 @@ class FailureRouter:
         stage: Stage = Stage.PROCESS,
         step: str | None = None,
         now: datetime | None = None,
+        attempts: int | None = None,
     ) -> Route:
-        """Decide the next destination of ``record``, which just failed with ``exc``.
+        """Decide the next destination of ``record``, which just failed with ``exc``
+        (``attempts``: how many times it failed, when the record's headers cannot say:
+        a share group's delivery count).
 
         Decoding failures (``stage=Stage.DECODE``) and errors the policy does not retry
         go to the DLQ at once; others go to tier ``min(failures, tiers)`` due after its
@@ -159,7 +162,7 @@ class FailureRouter:
         """
         now = now or datetime.now(UTC)
         previous = record.failure
-        failures = (previous.attempts if previous else 0) + 1
+        failures = attempts if attempts is not None else (previous.attempts if previous else 0) + 1
         origin = previous.origin if previous else record.position
         topics = self.topics(origin.topic)
         exception, message, stacktrace = describe_exception(exc)

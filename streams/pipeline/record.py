@@ -14,7 +14,9 @@ The runtime's loop makes one ``Record`` per message it takes from the consumer
   the partition's position past the record once it went through the chain (None for a
   record let out of a waiting room: the record that let it out moves its own partition);
 - ``envelope``: the decoded envelope, once decoded; ``outputs``: what the plan wrote for
-  it, sent by ``Produce`` only once the attempt succeeded.
+  it, sent by ``Produce`` only once the attempt succeeded;
+- ``delivery_count``: for a record a share group delivered, the how-many-th delivery
+  this is (None otherwise).
 
 ``source_topic``/``source_partition`` name the *input* partition a record belongs to (a
 retry copy's origin): its stores and its waiting room are that partition's.
@@ -51,6 +53,7 @@ class Record:
     __slots__ = (
         "_headers",
         "_message",
+        "delivery_count",
         "envelope",
         "failure",
         "key",
@@ -58,6 +61,7 @@ class Record:
         "offsets",
         "outputs",
         "partition",
+        "redeliver",
         "timestamp",
         "topic",
         "value",
@@ -87,6 +91,8 @@ class Record:
         self.offsets: PartitionOffsets | None = None
         self.envelope: Envelope | None = None
         self.outputs: list[Output] | tuple[Output, ...] = _NO_OUTPUTS
+        self.delivery_count: int | None = None  # a share group's count (``shared``)
+        self.redeliver = False  # a share group delivers it again (``pipeline.share``)
 
     @classmethod
     def of(cls, message: Any) -> Record:
@@ -103,6 +109,13 @@ class Record:
             None,
             message,
         )
+
+    @classmethod
+    def shared(cls, message: Any) -> Record:
+        """The record of a message a share consumer delivered (its delivery count kept)."""
+        record = cls.of(message)
+        record.delivery_count = message.delivery_count()
+        return record
 
     @classmethod
     def released(cls, parked: ParkedRecord) -> Record:
@@ -164,6 +177,7 @@ class Record:
             timestamp_ms=self.timestamp if self.timestamp is not None else -1,
             key=self.key,
             headers=tuple(self.headers),
+            delivery_count=self.delivery_count,
         )
 
     def __repr__(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, ShareConsumer
 
 from streams.admin import admin_client
 
@@ -39,6 +39,10 @@ class KafkaClients:
 
     def producer(self, config: dict[str, Any]) -> Any:
         return Producer(config)
+
+    def share_consumer(self, config: dict[str, Any]) -> Any:
+        """A share group's consumer (``streams.runtime.share``)."""
+        return ShareConsumer(config)
 
     def admin(self) -> Any:
         return admin_client(self.bootstrap, self.settings)

@@ -74,6 +74,11 @@ class RuntimeConfig:
         }
         return client_config(self.bootstrap, {**self.client, **self.consumer}, **defaults)
 
+    def share_consumer_config(self, group_id: str) -> dict[str, Any]:
+        """A share group's consumer: records acknowledged one by one, by the chain."""
+        defaults = {"group.id": group_id, "share.acknowledgement.mode": "explicit"}
+        return client_config(self.bootstrap, {**self.client, **self.consumer}, **defaults)
+
     def producer_config(self, transactional_id: str | None = None) -> dict[str, Any]:
         """The output producer; with ``transactional_id`` a transactional one."""
         eos: dict[str, Any] = {}

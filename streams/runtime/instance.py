@@ -9,6 +9,7 @@ from streams.admin import admin_client
 from streams.pipeline.stats import Stats
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.runner import Runtime
+from streams.runtime.share import ShareRuntime
 from streams.runtime.signals import graceful_shutdown
 from streams.runtime.status import StatusReporter
 from streams.runtime.topics import prepare_topics
@@ -21,11 +22,12 @@ def run_instance(
     *,
     live: bool | None = None,
     on_tick: Callable[[Stats], None] | None = None,
-) -> Runtime:
+) -> Runtime | ShareRuntime:
     """Create owned topics, then run until SIGINT/SIGTERM (graceful: finish, flush,
     commit, close; a second signal forces exit). Must be called on the main thread.
     ``on_tick(stats)`` is called with the status, on the runtime's thread, every
-    ``status_interval_s``. Returns the stopped runtime (its counters, for a summary).
+    ``status_interval_s``. A topology on a share group runs as a ``ShareRuntime`` worker.
+    Returns the stopped runtime (its counters, for a summary).
     Raises RuntimeFailure (and MissingTopicError) like ``Runtime.run``."""
     prepare_topics(admin_client(config.bootstrap, config.client), topology)
     reporter = StatusReporter(topology.app_id, live=live, interval_s=config.status_interval_s)
@@ -35,7 +37,11 @@ def run_instance(
         if on_tick is not None:
             on_tick(stats)
 
-    runtime = Runtime(topology, config, on_tick=tick)
+    runtime: Runtime | ShareRuntime
+    if topology.consumption == "share":
+        runtime = ShareRuntime(topology, config, on_tick=tick)
+    else:
+        runtime = Runtime(topology, config, on_tick=tick)
     settle_heap()
     try:
         with graceful_shutdown(runtime.stop):

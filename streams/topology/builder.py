@@ -11,7 +11,9 @@ State: ``placed.dedup(ttl=7 * 86400)`` drops records whose envelope id was seen 
 window; ``placed.window(tumbling(60)).count()`` (or ``.group_by_key()``, ``reduce``,
 ``aggregate``) keeps a table per key (``streams.topology.tables``); ``builder.store("totals")``
 declares a store processors use via ``ctx.store``.
-``TopologyBuilder(..., processing_guarantee="exactly_once")`` runs it in transactions.
+``TopologyBuilder(..., processing_guarantee="exactly_once")`` runs it in transactions;
+``TopologyBuilder(..., consumption="share")`` on a share group (a work queue: stateless
+steps, any worker takes any record, ``deliveries=N`` tries before the DLQ).
 
 Every step takes ``name=`` (default: the function's name, made unique), ``on_error=``
 (a policy for this step; see ``streams.topology.policy``) and ``retry=`` (this step's
@@ -46,7 +48,7 @@ from streams.topology.nodes import (
 from streams.topology.policy import ErrorAction, ErrorPolicy, RetryArg, as_policy, as_retry
 from streams.topology.stores import DedupSpec, StoreSpec
 from streams.topology.tables import Aggregations, Table
-from streams.topology.topology import Topology
+from streams.topology.topology import CONSUMPTIONS, Topology, share_problems
 from streams.topology.validation import CatalogLike, validate
 from streams.topology.windows import AnyWindows, Sessions, Sliding, Windows
 
@@ -67,7 +69,11 @@ class TopologyBuilder:
         description: str = "",
         processing_guarantee: str = "at_least_once",
         repartition: bool = True,
+        consumption: str = "group",
+        deliveries: int = 3,
     ) -> None:
+        if consumption not in CONSUMPTIONS:
+            raise TopologyError(f"consumption must be one of {CONSUMPTIONS}, got {consumption!r}")
         self.app_id = app_id
         self.on_error = as_policy(on_error)
         self.retry = as_retry(retry)
@@ -75,6 +81,9 @@ class TopologyBuilder:
         self.processing_guarantee = processing_guarantee
         # Keyed state after a rekey reads through a repartition topic (see _repartition).
         self.repartition = repartition
+        # A consumer group, or a share group (stateless steps; ``deliveries`` per record).
+        self.consumption = consumption
+        self.deliveries = deliveries
         self._nodes: dict[str, Node] = {}
         self._stores: dict[str, StoreSpec] = {}
         self._problems: list[str] = []
@@ -200,8 +209,10 @@ class TopologyBuilder:
             description=self.description,
             stores=self._stores,
             processing_guarantee=self.processing_guarantee,
+            consumption=self.consumption,
+            deliveries=self.deliveries,
         )
-        problems = self._problems + validate(topology, catalog)
+        problems = self._problems + validate(topology, catalog) + share_problems(topology)
         if problems:
             raise TopologyValidationError(self.app_id, problems)
         return topology

@@ -26,6 +26,9 @@ class RecordMeta:
     timestamp_ms: int
     key: bytes | None
     headers: Sequence[tuple[str, bytes | None]]
+    delivery_count: int | None = None
+    """How many times a share group delivered this record, this time included (None: read
+    by a consumer group, which does not count)."""
 
 
 class CurrentRecord(Protocol):

@@ -7,11 +7,22 @@ from dataclasses import dataclass
 
 from streams.failures.policy import RetryPolicy
 from streams.state.changelog import changelog_topic
-from streams.topology.errors import TopologyError
+from streams.topology.errors import TopologyError, TopologyValidationError
 from streams.topology.names import Owned, TopicRef, check_app_id, resolve_topic
 from streams.topology.nodes import ANY_TYPE, Node, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.policy import ErrorPolicy
 from streams.topology.stores import StoreSpec, store_source
+
+CONSUMPTIONS = ("group", "share")
+# What keeps state by key, which a share group cannot give one worker: any takes any record.
+_STATEFUL = (
+    StepKind.DEDUP,
+    StepKind.AGGREGATE,
+    StepKind.TABLE,
+    StepKind.JOIN,
+    StepKind.WINDOW_JOIN,
+    StepKind.TABLE_JOIN,
+)
 
 REPARTITION_CONFIG = {"cleanup.policy": "delete", "retention.ms": str(7 * 24 * 3600 * 1000)}
 """A repartition topic's records are read back within seconds; retention cleans them up,
@@ -44,6 +55,8 @@ class Topology:
         description: str = "",
         stores: Mapping[str, StoreSpec] | None = None,
         processing_guarantee: str = "at_least_once",
+        consumption: str = "group",
+        deliveries: int = 3,
     ) -> None:
         self.app_id = app_id
         self.nodes: dict[str, Node] = dict(nodes)
@@ -55,6 +68,10 @@ class Topology:
         self.stores: dict[str, StoreSpec] = dict(stores or {})
         # ``at_least_once`` (default) or ``exactly_once`` (transactions).
         self.processing_guarantee = processing_guarantee
+        # ``group`` (a consumer group: partitions, per-key order) or ``share`` (a share
+        # group, KIP-932: any worker takes any record; ``deliveries`` before the DLQ).
+        self.consumption = consumption
+        self.deliveries = deliveries
         children: dict[str, dict[str, list[str]]] = {
             name: {out: [] for out in node.outputs} for name, node in self.nodes.items()
         }
@@ -69,6 +86,18 @@ class Topology:
         problem = check_app_id(app_id)
         if problem:
             raise TopologyError(problem)
+        return self._copy(app_id, self.consumption, self.deliveries)
+
+    def shared(self, deliveries: int | None = None) -> Topology:
+        """The same topology run on a share group (``streams run --share``). Raises
+        TopologyValidationError when it keeps state or needs what share groups lack."""
+        copy = self._copy(self.app_id, "share", deliveries or self.deliveries)
+        problems = share_problems(copy)
+        if problems:
+            raise TopologyValidationError(self.app_id, problems)
+        return copy
+
+    def _copy(self, app_id: str, consumption: str, deliveries: int) -> Topology:
         return Topology(
             app_id,
             self.nodes,
@@ -77,6 +106,8 @@ class Topology:
             description=self.description,
             stores=self.stores,
             processing_guarantee=self.processing_guarantee,
+            consumption=consumption,
+            deliveries=deliveries,
         )
 
     def retry_for(self, step: str | None) -> RetryPolicy | None:
@@ -176,3 +207,33 @@ class Topology:
 
 def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
+
+
+def share_problems(topology: Topology) -> list[str]:
+    """Why ``topology`` cannot run on a share group (KIP-932), if it cannot: records are
+    handed to any worker, one at a time, and acknowledged, so there is no partition to
+    keep state or order by key, no offset to commit in a transaction, and a failed record
+    is delivered again rather than sent to a retry topic."""
+    if topology.consumption != "share":
+        return []
+    problems = []
+    stateful = [s.name for s in topology.steps if s.kind in _STATEFUL]
+    if stateful or topology.stores:
+        names = ", ".join(repr(n) for n in stateful or topology.stores)
+        problems.append(
+            f"share groups run stateless topologies only: {names} keep(s) state by key, and "
+            "a share group hands a key's records to any worker (use consumption='group')"
+        )
+    if topology.processing_guarantee == "exactly_once":
+        problems.append(
+            "share groups acknowledge records, they commit no offsets: exactly-once needs "
+            "consumption='group'"
+        )
+    if topology.retry_policies:
+        problems.append(
+            "share groups retry by delivering a record again (deliveries=N), not through "
+            "retry topics: drop retry="
+        )
+    if topology.deliveries < 1:
+        problems.append(f"deliveries must be at least 1, got {topology.deliveries}")
+    return problems

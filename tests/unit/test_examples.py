@@ -28,6 +28,7 @@ EXAMPLES = [
     "dedup",
     "digest",
     "enrich",
+    "labels",
     "mirror",
     "orders",
     "payments",
@@ -67,7 +68,7 @@ def test_every_example_loads_as_a_topology_from_any_directory(
 def test_an_unknown_example_is_refused_with_the_names_there_are(name: str) -> None:
     with pytest.raises(
         LookupError,
-        match="examples: accounts, dedup, digest, enrich, faust_shipping, mirror, orders, pay",
+        match="examples: accounts, dedup, digest, enrich, faust_shipping, labels, mirror, orde",
     ):
         example_path(name)
 
