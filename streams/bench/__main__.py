@@ -21,6 +21,7 @@ from streams.bench import (
     pipeline,
     request_reply,
     retry_routing,
+    share,
     state,
     throughput,
 )
@@ -45,6 +46,7 @@ SECTIONS: dict[str, Callable[[BenchContext], list[Row]]] = {
     "replay": replay_bench.run,
     "request_reply": request_reply.run,
     "retry_routing": retry_routing.run,
+    "share": share.run,
     "throughput": throughput.run,
     "peers": peers.run,
     "windows": windows_bench.run,
