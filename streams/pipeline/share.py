@@ -36,7 +36,7 @@ from streams.failures.routing import FailureRouter
 from streams.logs import Logger
 from streams.pipeline.errors import BrokerUnavailable, DeliveryError
 from streams.pipeline.execute import Attempt, AttemptFailure
-from streams.pipeline.failure import write_route
+from streams.pipeline.failure import OnSkip, write_route
 from streams.pipeline.produce import OutputSink, Produce
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
@@ -63,6 +63,7 @@ class RedeliverOrDeadLetter(Forward):
         "_default",
         "_deliveries",
         "_log",
+        "_on_skip",
         "_router",
         "_sink",
         "_stats",
@@ -78,9 +79,11 @@ class RedeliverOrDeadLetter(Forward):
         stats: Stats,
         log: Logger,
         clock: Callable[[], float],
+        on_skip: OnSkip | None = None,
     ) -> None:
         super().__init__(next)
         self._attempt = attempt
+        self._on_skip = on_skip
         self._deliveries = topology.deliveries
         self._default = topology.on_error
         self._router = FailureRouter(topology.app_id, RetryPolicy.no_retries())
@@ -110,6 +113,8 @@ class RedeliverOrDeadLetter(Forward):
             self._stats.skipped += 1
             error = f"{type(failed.error).__name__}: {failed.error}"
             self._log.warning("record skipped", step=failed.step, error=error)
+            if self._on_skip is not None:
+                self._on_skip(failure)
             return
         bad_input = failed.stage is Stage.DECODE or failed.policy is dead_letter
         if not bad_input and action is not ErrorAction.DLQ and deliveries < self._deliveries:
@@ -185,10 +190,18 @@ def share_chain(
     clock: Callable[[], float],
     accept: Any,
     release: Any,
+    on_skip: OnSkip | None = None,
 ) -> Step:
     """The chain of a share group's worker (see the module docstring)."""
     last = Acknowledge(consumer, sink, accept, release)
     produce = Produce(last, sink, stats)
     return RedeliverOrDeadLetter(
-        produce, attempt, topology=topology, sink=sink, stats=stats, log=log, clock=clock
+        produce,
+        attempt,
+        topology=topology,
+        sink=sink,
+        stats=stats,
+        log=log,
+        clock=clock,
+        on_skip=on_skip,
     )

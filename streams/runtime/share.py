@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any, Protocol
 
 from confluent_kafka import AcknowledgeType, KafkaError
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
@@ -35,15 +36,25 @@ from streams.failures.topics import ensure_failure_topics
 from streams.logs import get_logger
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure
 from streams.pipeline.execute import Attempt
-from streams.pipeline.failure import failure_topics
+from streams.pipeline.failure import OnSkip, failure_topics
 from streams.pipeline.produce import OutputSink
 from streams.pipeline.record import Record
 from streams.pipeline.share import share_chain
 from streams.pipeline.stats import Stats
 from streams.runtime.clients import KafkaClients
 from streams.runtime.config import RuntimeConfig
+from streams.runtime.query import UnknownTableError
 from streams.schemas import default_catalog
 from streams.topology import Topology
+from streams.topology.plan import Plan
+
+
+class ShareClients(Protocol):
+    """Where a share worker's clients come from (``KafkaClients``; the driver's in memory)."""
+
+    def producer(self, config: dict[str, Any]) -> Any: ...
+    def share_consumer(self, config: dict[str, Any]) -> Any: ...
+    def admin(self) -> Any: ...
 
 
 class ShareRuntime:
@@ -55,9 +66,10 @@ class ShareRuntime:
         config: RuntimeConfig,
         *,
         codec: Codec | None = None,
-        clients: KafkaClients | None = None,
+        clients: ShareClients | None = None,
         clock: Callable[[], float] = time.time,
         on_tick: Callable[[Stats], None] | None = None,
+        on_skip: OnSkip | None = None,
     ) -> None:
         self.topology = topology
         self.config = config
@@ -87,11 +99,25 @@ class ShareRuntime:
             clock=clock,
             accept=AcknowledgeType.ACCEPT,
             release=AcknowledgeType.RELEASE,
+            on_skip=on_skip,
         )
 
     @property
     def duplicates(self) -> int:
         return 0  # a share group's topology has no dedup step
+
+    @property
+    def state(self) -> None:
+        """No stores: a share group's topology keeps no state."""
+
+    @property
+    def plan(self) -> Plan:
+        """The compiled topology the chain runs."""
+        return self._attempt.plan
+
+    def query(self, table: str, key: str) -> Any:
+        """Tables are kept by key, which a share group's worker has none of."""
+        raise UnknownTableError(f"{self.topology.app_id} runs on a share group: no table {table!r}")
 
     def stop(self) -> None:
         """Ask ``run`` to finish: safe from signal handlers and other threads."""

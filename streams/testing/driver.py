@@ -33,6 +33,7 @@ from streams.failures.routing import Route
 from streams.pipeline.failure import failure_topics
 from streams.pipeline.stats import Stats
 from streams.runtime import Runtime, RuntimeConfig
+from streams.runtime.share import ShareRuntime
 from streams.runtime.state import IN_MEMORY
 from streams.state.transaction import PartitionTransaction
 from streams.testing.memory import MemoryCluster, StoredRecord
@@ -144,21 +145,34 @@ class TestDriver:
             self.cluster.create_topic(topic, self.partitions(topic))
         self._input = self.cluster.producer({})
         self._failure_topics = failure_topics(topology)
-        self._runtime = Runtime(
-            topology,
-            RuntimeConfig(
-                bootstrap="memory",
-                batch_size=1,  # a commit after every record: stores reach their changelogs
-                poll_timeout_s=0,
-                commit_interval_s=0,
-                state_dir=IN_MEMORY,
-                shutdown_timeout_s=0,
-            ),
-            codec=self.codec,
-            clients=MemoryClients(self.cluster),
-            clock=self._clock,
-            on_skip=self.skipped.append,
+        config = RuntimeConfig(
+            bootstrap="memory",
+            batch_size=1,  # a commit after every record: stores reach their changelogs
+            poll_timeout_s=0,
+            commit_interval_s=0,
+            state_dir=IN_MEMORY,
+            shutdown_timeout_s=0,
         )
+        clients = MemoryClients(self.cluster)
+        self._runtime: Runtime | ShareRuntime
+        if topology.consumption == "share":  # a worker of a share group, as streams run --share
+            self._runtime = ShareRuntime(
+                topology,
+                config,
+                codec=self.codec,
+                clients=clients,
+                clock=self._clock,
+                on_skip=self.skipped.append,
+            )
+        else:
+            self._runtime = Runtime(
+                topology,
+                config,
+                codec=self.codec,
+                clients=clients,
+                clock=self._clock,
+                on_skip=self.skipped.append,
+            )
         self._runtime.start()
 
     # -- input -------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 The runtime creates and checks topics before it runs (retry tiers, DLQs, changelogs);
 with this admin the ``TestDriver`` runs that same setup against a ``MemoryCluster``:
 ``list_topics`` (metadata), ``create_topics`` and ``describe_configs`` (a topic's configs as
-created; ``cleanup.policy`` defaults to ``delete``), each answering at once through
+created; ``cleanup.policy`` defaults to ``delete``), ``incremental_alter_configs`` (a share
+group's start), each answering at once through
 resolved futures, as the real client's do once the broker replies.
 """
 
@@ -64,6 +65,18 @@ class MemoryAdmin:
             out[resource] = future
         return out
 
+    def incremental_alter_configs(
+        self, resources: Iterable[ConfigResource], **_timeouts: Any
+    ) -> dict[ConfigResource, Future[None]]:
+        """Taken and done: a share group's start (the only config the runtime sets) is
+        the memory share consumer's anyway, the earliest offset."""
+        out: dict[ConfigResource, Future[None]] = {}
+        for resource in resources:
+            future: Future[None] = Future()
+            future.set_result(None)
+            out[resource] = future
+        return out
+
 
 class MemoryClients:
     """The runtime's client factory (``streams.runtime.Clients``) on a ``MemoryCluster``."""
@@ -77,6 +90,9 @@ class MemoryClients:
 
     def producer(self, config: dict[str, Any]) -> Any:
         return self.cluster.producer(config)
+
+    def share_consumer(self, config: dict[str, Any]) -> Any:
+        return self.cluster.share_consumer(config)
 
     def admin(self) -> MemoryAdmin:
         return self._admin

@@ -24,6 +24,7 @@ from confluent_kafka.admin._metadata import (  # public as confluent_kafka.admin
 from streams.testing.memory.consumer import MemoryConsumer
 from streams.testing.memory.producer import MemoryProducer
 from streams.testing.memory.records import Headers, StoredRecord, Transaction, TxState
+from streams.testing.memory.share import MemoryShareConsumer
 
 
 def wall_clock_ms() -> int:
@@ -62,6 +63,10 @@ class MemoryCluster:
     def consumer(self, config: Mapping[str, Any]) -> MemoryConsumer:
         """A consumer on this cluster (librdkafka config keys; unknown keys are ignored)."""
         return MemoryConsumer(self, config)
+
+    def share_consumer(self, config: Mapping[str, Any]) -> MemoryShareConsumer:
+        """A share group's consumer on this cluster (``streams.testing.memory.share``)."""
+        return MemoryShareConsumer(self, config)
 
     # -- topics --------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int) -> None:
