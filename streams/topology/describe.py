@@ -76,7 +76,12 @@ def describe_text(t: Topology) -> str:
                 f", partitioned like {t.store_source(name)})"
             )
     lines.append("Failures:")
-    if t.retry_policies:
+    if t.consumption == "share":
+        lines.append(
+            f"  share group: a failing record is delivered up to {t.deliveries} times, then "
+            "goes to the DLQ (bad input at once)"
+        )
+    elif t.retry_policies:
         lines.append(f"  retry: {t.retry.describe() if t.retry else 'per step'}")
     else:
         lines.append("  retry: none (undecodable records and on_error='dlq' to the DLQ)")
@@ -84,6 +89,8 @@ def describe_text(t: Topology) -> str:
         lines.append(f"  {topic}: retry tiers {', '.join(tiers.retries) or '-'}; DLQ {tiers.dlq}")
     if t.processing_guarantee != "at_least_once":
         lines.append(f"Processing guarantee: {t.processing_guarantee}")
+    if t.consumption == "share":
+        lines.append("Consumption: share group (any instance takes any record; no per-key order)")
     return "\n".join(lines) + "\n"
 
 
@@ -142,6 +149,8 @@ def describe_data(t: Topology) -> dict[str, Any]:
         "app_id": t.app_id,
         "description": t.description or None,
         "processing_guarantee": t.processing_guarantee,
+        "consumption": t.consumption,
+        "deliveries": t.deliveries if t.consumption == "share" else None,
         "nodes": [_node_data(t, node) for node in t.nodes.values()],
         "links": links,
         "topics": {
