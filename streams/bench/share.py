@@ -3,7 +3,7 @@
 ``topology/labels.py`` books shipments with a step that waits ``WORK_MS`` on its carrier
 per record (an IO-bound job), run by 1, 2 and 4 ``streams run`` workers of one share group
 on a topic of 2 partitions. The workers are started and subscribed before the input is
-written, ten records a batch, as jobs arrive (``_write_as_jobs_arrive``); the rate is
+written, ten records a batch, as jobs arrive; the rate is
 records/s from the first booked shipment to the last. A consumer group could keep at most
 2 of them busy here, one per partition; a share group gives records to every worker.
 Target: 2 workers at least 1.8 times one, and 4 more than 2.
@@ -12,9 +12,6 @@ Target: 2 workers at least 1.8 times one, and 4 more than 2.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, cast
-
-from confluent_kafka import Producer
 
 from streams.bench.core import BenchContext, Row, drop_app_topics, watch_outputs
 from streams.codec import AvroCodec
@@ -22,6 +19,7 @@ from streams.envelope import Envelope
 from streams.examples import example_path
 from streams.schemas import default_catalog
 from streams.testing import TopologyProcess
+from streams.testing.produce import produce_envelopes
 from streams.testing.topics import unique_topic_name
 
 SECTION = "share"
@@ -45,21 +43,6 @@ def _requests(n: int) -> list[Envelope]:
     ]
 
 
-def _write_as_jobs_arrive(
-    bootstrap: str, topic: str, requests: list[Envelope], codec: AvroCodec
-) -> None:
-    """The requests in record batches of ``BATCH``: a share fetch acquires whole batches
-    (its record-limit mode, KIP-1206, is not in librdkafka 2.16), so one worker would take
-    a whole bulk write's batches while the others wait."""
-    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": BATCH})
-    for env in requests:
-        value, headers = codec.encode(env)
-        producer.produce(topic, value, (env.key or "").encode(), headers=cast(Any, headers))
-        producer.poll(0)
-    if producer.flush(60):
-        raise RuntimeError("the share section's input was not all written")
-
-
 def worker_rate(ctx: BenchContext, workers: int, count: int) -> float:
     """Records/s of ``workers`` workers of one share group over ``count`` requests."""
     source = ctx.topic(f"share-in-{workers}", partitions=PARTITIONS)
@@ -75,7 +58,11 @@ def worker_rate(ctx: BenchContext, workers: int, count: int) -> float:
             proc.start()
         for proc in procs:
             proc.wait_started()
-        _write_as_jobs_arrive(ctx.bootstrap, source, _requests(count), codec)
+        # A share fetch takes whole record batches (its record-limit mode, KIP-1206, is not
+        # in librdkafka 2.16): one bulk write's batches would keep one worker busy while
+        # the others wait. Ten records a batch, as jobs arrive.
+        batches = {"batch.num.messages": BATCH}
+        produce_envelopes(ctx.bootstrap, source, _requests(count), codec, config=batches)
         seconds = watch_outputs(ctx.bootstrap, [f"{app_id}-booked"], count, partitions=PARTITIONS)
         return count / seconds
     finally:

@@ -37,6 +37,7 @@ from streams.demo.testing import step_testing
 from streams.demo.timers import step_timers
 from streams.demo.topology import step_topology
 from streams.demo.windows import step_windows
+from streams.demo.work_queue import step_work_queue
 from streams.examples import example_schemas
 from streams.schemas import SCHEMAS_DIR_ENV
 
@@ -54,6 +55,7 @@ STEPS: list[Callable[[DemoContext], None]] = [
     step_tables,
     step_requests,
     step_projections,
+    step_work_queue,
     step_replay,
     step_testing,
 ]

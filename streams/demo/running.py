@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Protocol, TypeVar
 
 from streams.runtime import Runtime, RuntimeConfig
 from streams.topology import Topology
@@ -30,13 +31,27 @@ def quiet(below: int = logging.WARNING) -> Iterator[None]:
         logger.setLevel(level)
 
 
-@contextmanager
 def running(
     topology: Topology, config: RuntimeConfig, *, quiet_below: int = logging.WARNING
-) -> Iterator[Runtime]:
+) -> AbstractContextManager[Runtime]:
     """Run ``topology`` on a thread while the block runs; stopped and joined on exit."""
+    return on_thread(lambda: Runtime(topology, config), quiet_below)
+
+
+class Runs(Protocol):
+    def run(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+R = TypeVar("R", bound=Runs)
+
+
+@contextmanager
+def on_thread(make: Callable[[], R], quiet_below: int = logging.WARNING) -> Iterator[R]:
+    """``make()`` a runtime (a ``ShareRuntime`` too) and run it on a thread while the block
+    runs; stopped and joined on exit."""
     with quiet(quiet_below):
-        runtime = Runtime(topology, config)
+        runtime = make()
         worker = threading.Thread(target=runtime.run, name="demo-runtime", daemon=True)
         worker.start()
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
+from typing import Any
 
 from streams.admin import admin_client
 from streams.pipeline.stats import Stats
@@ -37,11 +38,7 @@ def run_instance(
         if on_tick is not None:
             on_tick(stats)
 
-    runtime: Runtime | ShareRuntime
-    if topology.consumption == "share":
-        runtime = ShareRuntime(topology, config, on_tick=tick)
-    else:
-        runtime = Runtime(topology, config, on_tick=tick)
+    runtime = runtime_for(topology, config, on_tick=tick)
     settle_heap()
     try:
         with graceful_shutdown(runtime.stop):
@@ -49,6 +46,16 @@ def run_instance(
     finally:
         reporter.close()
     return runtime
+
+
+def runtime_for(
+    topology: Topology, config: RuntimeConfig, **options: Any
+) -> Runtime | ShareRuntime:
+    """The runtime of ``topology``: a consumer group's ``Runtime``, or a share group's
+    worker (``ShareRuntime``); ``options`` are the constructor's (clients, clock, ...)."""
+    if topology.consumption == "share":
+        return ShareRuntime(topology, config, **options)
+    return Runtime(topology, config, **options)
 
 
 def settle_heap() -> None:

@@ -32,8 +32,8 @@ from streams.failures.headers import parse_failure_headers
 from streams.failures.routing import Route
 from streams.pipeline.failure import failure_topics
 from streams.pipeline.stats import Stats
-from streams.runtime import Runtime, RuntimeConfig
-from streams.runtime.share import ShareRuntime
+from streams.runtime import RuntimeConfig
+from streams.runtime.instance import runtime_for
 from streams.runtime.state import IN_MEMORY
 from streams.state.transaction import PartitionTransaction
 from streams.testing.memory import MemoryCluster, StoredRecord
@@ -153,26 +153,15 @@ class TestDriver:
             state_dir=IN_MEMORY,
             shutdown_timeout_s=0,
         )
-        clients = MemoryClients(self.cluster)
-        self._runtime: Runtime | ShareRuntime
-        if topology.consumption == "share":  # a worker of a share group, as streams run --share
-            self._runtime = ShareRuntime(
-                topology,
-                config,
-                codec=self.codec,
-                clients=clients,
-                clock=self._clock,
-                on_skip=self.skipped.append,
-            )
-        else:
-            self._runtime = Runtime(
-                topology,
-                config,
-                codec=self.codec,
-                clients=clients,
-                clock=self._clock,
-                on_skip=self.skipped.append,
-            )
+        # A share group's topology runs as the worker ``streams run --share`` starts.
+        self._runtime = runtime_for(
+            topology,
+            config,
+            codec=self.codec,
+            clients=MemoryClients(self.cluster),
+            clock=self._clock,
+            on_skip=self.skipped.append,
+        )
         self._runtime.start()
 
     # -- input -------------------------------------------------------------------------------

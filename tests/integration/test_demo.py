@@ -53,6 +53,13 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient
         result.stdout
     )
     assert "all equal to the fold by hand" in result.stdout
+    assert re.search(
+        r"297 shipments booked once each \(the workers took [1-9]\d* and [1-9]\d* deliveries",
+        result.stdout.replace("\n", " "),
+    )
+    assert "3 no carrier serves dead-lettered after 3 deliveries" in result.stdout.replace(
+        "\n", " "
+    )
     assert "demo done" in result.stdout
     # Every topic of the run is gone: the inputs, and what its apps made (DLQs, changelogs).
     run_id = re.search(r"demo-([0-9a-f]{8})-", result.stdout)
