@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from streams.codec import Codec
 from streams.coordinates import TP
@@ -139,13 +140,20 @@ class StopSkipOrDeadLetter(Forward):
                 current.record = None
         self.next.submit(record)
 
+    def _decide(self, record: Record, failed: AttemptFailure, failure: ProcessingFailure) -> Any:
+        """What to do with a failed record: the policy's action (None: nothing more, a
+        subclass has dealt with it)."""
+        return (failed.policy or self._default)(failure)
+
     def _failed(self, record: Record, failed: AttemptFailure) -> None:
         failure = _failure(record, failed)
         error = failed.error
         log = self._log.bind(
             topic=record.topic, partition=record.partition, offset=record.offset, step=failed.step
         )
-        action = (failed.policy or self._default)(failure)
+        action = self._decide(record, failed, failure)
+        if action is None:
+            return
         if action is ErrorAction.SKIP:
             self._stats.skipped += 1
             log.warning("record skipped", error=f"{type(error).__name__}: {error}")
@@ -154,7 +162,11 @@ class StopSkipOrDeadLetter(Forward):
             return
         if action is ErrorAction.DLQ:
             now = datetime.fromtimestamp(self._clock(), UTC)
-            route = self._router.route(record, error, stage=failed.stage, step=failed.step, now=now)
+            # A share group's delivery count is the attempts (the headers cannot say).
+            attempts = record.delivery_count
+            route = self._router.route(
+                record, error, stage=failed.stage, step=failed.step, now=now, attempts=attempts
+            )
             write_route(self._sink, route, record, self._attempt.codec)
             self._metrics.routed(route)  # counted and logged (one WARNING)
             self._stats.failures = self._metrics.snapshot()

@@ -27,20 +27,17 @@ The chain, assembled by ``share_chain``::
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from streams.failures.headers import Stage
-from streams.failures.policy import RetryPolicy
-from streams.failures.routing import FailureRouter
 from streams.logs import Logger
 from streams.pipeline.errors import BrokerUnavailable, DeliveryError
 from streams.pipeline.execute import Attempt, AttemptFailure
-from streams.pipeline.failure import OnSkip, write_route
+from streams.pipeline.failure import OnSkip, StopSkipOrDeadLetter
 from streams.pipeline.produce import OutputSink, Produce
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
-from streams.pipeline.step import Forward, Step
+from streams.pipeline.step import Step
 from streams.topology.policy import ErrorAction, ProcessingFailure, dead_letter
 from streams.topology.topology import Topology
 
@@ -54,20 +51,12 @@ class Acknowledgements(Protocol):
     def commit_async(self) -> None: ...
 
 
-class RedeliverOrDeadLetter(Forward):
-    """The failure policy of a share group (see the module docstring)."""
+class RedeliverOrDeadLetter(StopSkipOrDeadLetter):
+    """The failure policy of a share group (see the module docstring): the consumer
+    group's, but a failure its policy would stop for is delivered again, and sent to the
+    DLQ at its last delivery."""
 
-    __slots__ = (
-        "_attempt",
-        "_clock",
-        "_default",
-        "_deliveries",
-        "_log",
-        "_on_skip",
-        "_router",
-        "_sink",
-        "_stats",
-    )
+    __slots__ = ("_deliveries",)
 
     def __init__(
         self,
@@ -81,57 +70,39 @@ class RedeliverOrDeadLetter(Forward):
         clock: Callable[[], float],
         on_skip: OnSkip | None = None,
     ) -> None:
-        super().__init__(next)
-        self._attempt = attempt
-        self._on_skip = on_skip
+        super().__init__(
+            next,
+            attempt,
+            default=topology.on_error or _redeliver,
+            app_id=topology.app_id,
+            sink=sink,
+            stats=stats,
+            log=log,
+            clock=clock,
+            on_skip=on_skip,
+        )
         self._deliveries = topology.deliveries
-        self._default = topology.on_error
-        self._router = FailureRouter(topology.app_id, RetryPolicy.no_retries())
-        self._sink = sink
-        self._stats = stats
-        self._log = log
-        self._clock = clock
 
     def submit(self, record: Record) -> None:
-        self._stats.consumed += 1
-        failed = self._attempt(record)
-        if failed is not None:
-            current = self._attempt.plan.current
-            current.record = record  # in hand again: the lines about its failure name it
-            try:
-                self._failed(record, failed)
-            finally:
-                current.record = None
-        self.next.submit(record)
+        self._stats.consumed += 1  # no Track before it: a share group has no partitions
+        super().submit(record)
 
-    def _failed(self, record: Record, failed: AttemptFailure) -> None:
-        policy = failed.policy or self._default
-        failure = ProcessingFailure(failed.step, failed.error, record.meta, record.envelope)
-        action = policy(failure) if policy is not None else None
-        deliveries = record.delivery_count or 1
-        if action is ErrorAction.SKIP:
-            self._stats.skipped += 1
-            error = f"{type(failed.error).__name__}: {failed.error}"
-            self._log.warning("record skipped", step=failed.step, error=error)
-            if self._on_skip is not None:
-                self._on_skip(failure)
-            return
-        bad_input = failed.stage is Stage.DECODE or failed.policy is dead_letter
-        if not bad_input and action is not ErrorAction.DLQ and deliveries < self._deliveries:
+    def _decide(self, record: Record, failed: AttemptFailure, failure: ProcessingFailure) -> Any:
+        if failed.stage is Stage.DECODE or failed.policy is dead_letter:
+            return ErrorAction.DLQ  # bad input: no delivery makes it right
+        action = super()._decide(record, failed, failure)
+        if action is not ErrorAction.FAIL:
+            return action
+        if (record.delivery_count or 1) < self._deliveries:
             record.redeliver = True  # delivered again, maybe to another worker
-            return
-        now = datetime.fromtimestamp(self._clock(), UTC)
-        route = self._router.route(
-            record, failed.error, stage=failed.stage, step=failed.step, now=now, attempts=deliveries
-        )
-        write_route(self._sink, route, record, self._attempt.codec)
-        self._log.warning(
-            "record dead-lettered",
-            dlq=route.topic,
-            deliveries=deliveries,
-            exception=route.info.exception,
-            step=failed.step,
-        )
+            return None
+        return ErrorAction.DLQ
+
+
+def _redeliver(_failure: ProcessingFailure) -> ErrorAction:
+    """A share group's default policy: a failed record is tried again (FAIL: not skipped,
+    not dead-lettered before its last delivery)."""
+    return ErrorAction.FAIL
 
 
 class Acknowledge:
