@@ -41,7 +41,7 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import replace
 from typing import Any
 
-from confluent_kafka import OFFSET_END, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_END, KafkaError, KafkaException, TopicPartition
 
 from streams.admin import create_topic
 from streams.codec import AvroCodec, Codec, DecodeError
@@ -184,19 +184,26 @@ class Requester:
 
     # -- replies ---------------------------------------------------------------------------
     def _serve(self) -> None:
-        consumer, producer = self._consumer, self._producer
         while not self._closed.is_set():
-            batch = consumer.consume(_BATCH, timeout=0)
-            if not batch:
-                first = consumer.poll(_IDLE_S)
-                batch = [first] if first is not None else []
-            for msg in batch:
-                if msg.error() is None:
-                    self._reply(msg)
-                elif msg.error().code() != KafkaError._PARTITION_EOF:
-                    _log.warning("reply consumer error", error=msg.error().str())
-            producer.poll(0)
+            try:
+                self._turn()
+            except KafkaException as exc:  # the broker away: requests time out meanwhile
+                _log.warning("reply consumer error", error=str(exc))
+                self._closed.wait(_IDLE_S)
             self._expire(time.monotonic())
+
+    def _turn(self) -> None:
+        consumer = self._consumer
+        batch = consumer.consume(_BATCH, timeout=0)
+        if not batch:
+            first = consumer.poll(_IDLE_S)
+            batch = [first] if first is not None else []
+        for msg in batch:
+            if msg.error() is None:
+                self._reply(msg)
+            elif msg.error().code() != KafkaError._PARTITION_EOF:
+                _log.warning("reply consumer error", error=msg.error().str())
+        self._producer.poll(0)
 
     def _reply(self, msg: Any) -> None:
         try:
