@@ -105,6 +105,9 @@ def _offset_spec(at: OffsetKind) -> Any:
     return OffsetSpec.for_timestamp(at)
 
 
+_CHECK_SLICE_S = 0.5  # how long one metadata request of ``Cluster.check`` may wait
+
+
 class _Refusals:
     """The admin client's ``error_cb``: keeps why a broker refused us. librdkafka only
     says "transport failure" to the request itself."""
@@ -186,13 +189,21 @@ class Cluster:
         return self._wait(what, attempt)
 
     def check(self) -> None:
-        """Raise ``ClusterError`` unless the cluster answers a metadata request in time."""
+        """Raise ``ClusterError`` unless the cluster answers a metadata request in time;
+        ``ClusterRefusedError`` as soon as a broker refused us (asked in slices of
+        ``_CHECK_SLICE_S``: a wrong password fails in a second, not at the deadline)."""
         if self._checked:
             return
-        try:
-            self.admin.list_topics(timeout=self.timeout)
-        except KafkaException as exc:
-            raise self._unreachable(None) from exc
+        deadline = time.monotonic() + self.timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                self.admin.list_topics(timeout=max(min(_CHECK_SLICE_S, left), 0.05))
+                break
+            except KafkaException as exc:
+                self.admin.poll(0)  # serves the error callbacks: the refusal, if there was one
+                if self._refused.reason is not None or time.monotonic() >= deadline:
+                    raise self._unreachable(None) from exc
         self._checked = True
 
     def _unreachable(self, what: str | None) -> ClusterError:
