@@ -29,7 +29,6 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Collection, Sequence
-from typing import Any, Protocol
 
 from confluent_kafka import TopicPartition
 
@@ -38,23 +37,12 @@ from streams.coordinates import TP
 from streams.envelope import Tombstone
 from streams.pipeline.decode import Decode
 from streams.pipeline.offsets import Partitions
+from streams.pipeline.pauses import ConsumerControl, HeldBound
 from streams.pipeline.record import Record
 from streams.pipeline.step import Forward, Step
 
 _EARLIEST = -(1 << 62)  # a record that never waits
 _UNKNOWN_MARK = 0  # a cached high watermark below this was not fetched yet
-
-
-class OrderControl(Protocol):
-    """What the step needs of the consumer, and the retry gate besides
-    (``confluent_kafka.Consumer`` is one)."""
-
-    def pause(self, partitions: list[TopicPartition], /) -> None: ...
-    def resume(self, partitions: list[TopicPartition], /) -> None: ...
-    def seek(self, partition: TopicPartition, /) -> None: ...
-    def get_watermark_offsets(
-        self, partition: TopicPartition, timeout: float = ..., cached: bool = ...
-    ) -> Any: ...
 
 
 class TimeOrder(Forward):
@@ -67,7 +55,7 @@ class TimeOrder(Forward):
         *,
         sides: Sequence[tuple[Collection[str], Collection[str]]],
         decode: Decode,
-        consumer: OrderControl,
+        consumer: ConsumerControl,
         partitions: Partitions,
         max_waiting: int = 10_000,
     ) -> None:
@@ -80,10 +68,9 @@ class TimeOrder(Forward):
         self._decode = decode
         self._consumer = consumer
         self._partitions = partitions
-        self._max = max_waiting
         self._held: dict[TP, deque[tuple[int, Record]]] = {}  # in hand: (event time, record)
         self._read: dict[TP, int] = {}  # the largest event time handed on, per partition
-        self._paused: set[TP] = set()
+        self._bound = HeldBound(consumer, max_waiting)
         self._handed: set[TP] = set()  # partitions that handed a record on since they moved
 
     def submit(self, record: Record) -> None:
@@ -102,15 +89,15 @@ class TimeOrder(Forward):
     def poll(self) -> None:
         self._forget_rewound()
         self._hand_on()
-        self._bound()
+        self._bound.apply(self._held)
         self.next.poll()
 
     def revoked(self, partitions: Sequence[TP]) -> None:
         for tp in partitions:
             self._held.pop(tp, None)
             self._read.pop(tp, None)
-            self._paused.discard(tp)
             self._handed.discard(tp)
+        self._bound.forget(partitions)
         self.next.revoked(partitions)
 
     # -- the order ---------------------------------------------------------------------------
@@ -180,19 +167,4 @@ class TimeOrder(Forward):
                 self._handed.discard(tp)
                 self._held.pop(tp, None)
                 self._read.pop(tp, None)
-                if tp in self._paused:
-                    self._paused.discard(tp)
-                    self._consumer.resume([TopicPartition(*tp)])
-
-    def _bound(self) -> None:
-        """Pause the partitions with too much in hand, resume those down to half."""
-        full = [
-            tp for tp, q in self._held.items() if len(q) >= self._max and tp not in self._paused
-        ]
-        if full:
-            self._paused.update(full)
-            self._consumer.pause([TopicPartition(*tp) for tp in full])
-        drained = [tp for tp in self._paused if len(self._held.get(tp, ())) <= self._max // 2]
-        if drained:
-            self._paused.difference_update(drained)
-            self._consumer.resume([TopicPartition(*tp) for tp in drained])
+                self._bound.release([tp])
