@@ -14,6 +14,9 @@ declares a store processors use via ``ctx.store``.
 ``TopologyBuilder(..., processing_guarantee="exactly_once")`` runs it in transactions;
 ``TopologyBuilder(..., consumption="share")`` on a share group (a work queue: stateless
 steps, any worker takes any record, ``deliveries=N`` tries before the DLQ).
+Steps may be ``async def``: ``TopologyBuilder(..., concurrency=64)`` keeps up to 64 records
+in flight awaiting them, one at a time per key (``ordering="key"``; or ``"partition"``,
+``"none"``), offsets committed for what finished in order (``streams.pipeline.concurrency``).
 
 Every step takes ``name=`` (default: the function's name, made unique), ``on_error=``
 (a policy for this step; see ``streams.topology.policy``) and ``retry=`` (this step's
@@ -26,7 +29,7 @@ like Kafka Streams' ``Topology`` API.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -48,7 +51,12 @@ from streams.topology.nodes import (
 from streams.topology.policy import ErrorAction, ErrorPolicy, RetryArg, as_policy, as_retry
 from streams.topology.stores import DedupSpec, StoreSpec
 from streams.topology.tables import Aggregations, Table
-from streams.topology.topology import CONSUMPTIONS, Topology, share_problems
+from streams.topology.topology import (
+    CONSUMPTIONS,
+    Topology,
+    concurrency_problems,
+    share_problems,
+)
 from streams.topology.validation import CatalogLike, validate
 from streams.topology.windows import AnyWindows, Sessions, Sliding, Windows
 
@@ -71,6 +79,8 @@ class TopologyBuilder:
         repartition: bool = True,
         consumption: str = "group",
         deliveries: int = 3,
+        concurrency: int = 1,
+        ordering: str = "key",
     ) -> None:
         if consumption not in CONSUMPTIONS:
             raise TopologyError(f"consumption must be one of {CONSUMPTIONS}, got {consumption!r}")
@@ -84,6 +94,9 @@ class TopologyBuilder:
         # A consumer group, or a share group (stateless steps; ``deliveries`` per record).
         self.consumption = consumption
         self.deliveries = deliveries
+        # Records in flight at once awaiting async steps, and what they keep in order.
+        self.concurrency = concurrency
+        self.ordering = ordering
         self._nodes: dict[str, Node] = {}
         self._stores: dict[str, StoreSpec] = {}
         self._problems: list[str] = []
@@ -211,8 +224,15 @@ class TopologyBuilder:
             processing_guarantee=self.processing_guarantee,
             consumption=self.consumption,
             deliveries=self.deliveries,
+            concurrency=self.concurrency,
+            ordering=self.ordering,
         )
-        problems = self._problems + validate(topology, catalog) + share_problems(topology)
+        problems = (
+            self._problems
+            + validate(topology, catalog)
+            + share_problems(topology)
+            + concurrency_problems(topology)
+        )
         if problems:
             raise TopologyValidationError(self.app_id, problems)
         return topology
@@ -317,45 +337,60 @@ class Stream:
         return str(self._edge)
 
     def _then(
-        self, kind: StepKind, fn: Any, name: str | None, on_error: PolicyArg, retry: RetryArg
+        self,
+        kind: StepKind,
+        fn: Any,
+        name: str | None,
+        on_error: PolicyArg,
+        retry: RetryArg,
+        *,
+        concurrency: int | None = None,
     ) -> Stream:
+        extra = {} if concurrency is None else {"concurrency": concurrency}
         return Stream(
             self._builder,
-            Edge(self._builder._step(kind, self._edge, fn, name, on_error, retry=retry)),
+            Edge(self._builder._step(kind, self._edge, fn, name, on_error, retry=retry, **extra)),
         )
 
     def map(
         self,
-        fn: Callable[[Envelope], Envelope],
+        fn: Callable[[Envelope], Envelope] | Callable[[Envelope], Awaitable[Envelope]],
         *,
         name: str | None = None,
         on_error: PolicyArg = None,
         retry: RetryArg = None,
+        concurrency: int | None = None,
     ) -> Stream:
-        """Replace each envelope with ``fn(envelope)``."""
-        return self._then(StepKind.MAP, fn, name, on_error, retry)
+        """Replace each envelope with ``fn(envelope)`` (an ``async def`` is awaited;
+        ``concurrency``: at most that many records in this step at once)."""
+        return self._then(StepKind.MAP, fn, name, on_error, retry, concurrency=concurrency)
 
     def filter(
         self,
-        fn: Callable[[Envelope], bool],
+        fn: Callable[[Envelope], bool] | Callable[[Envelope], Awaitable[bool]],
         *,
         name: str | None = None,
         on_error: PolicyArg = None,
         retry: RetryArg = None,
+        concurrency: int | None = None,
     ) -> Stream:
-        """Keep envelopes for which ``fn`` is true; drop the rest."""
-        return self._then(StepKind.FILTER, fn, name, on_error, retry)
+        """Keep envelopes for which ``fn`` is true; drop the rest (``fn`` may be async)."""
+        return self._then(StepKind.FILTER, fn, name, on_error, retry, concurrency=concurrency)
 
     def flat_map(
         self,
-        fn: Callable[[Envelope], Iterable[Envelope]],
+        fn: Callable[[Envelope], Iterable[Envelope]]
+        | Callable[[Envelope], Awaitable[Iterable[Envelope]]]
+        | Callable[[Envelope], AsyncIterator[Envelope]],
         *,
         name: str | None = None,
         on_error: PolicyArg = None,
         retry: RetryArg = None,
+        concurrency: int | None = None,
     ) -> Stream:
-        """Replace each envelope with zero or more, in the order ``fn`` yields them."""
-        return self._then(StepKind.FLAT_MAP, fn, name, on_error, retry)
+        """Replace each envelope with zero or more, in the order ``fn`` yields them (``fn``
+        may be async, or an async generator)."""
+        return self._then(StepKind.FLAT_MAP, fn, name, on_error, retry, concurrency=concurrency)
 
     def peek(
         self,
@@ -364,9 +399,11 @@ class Stream:
         name: str | None = None,
         on_error: PolicyArg = None,
         retry: RetryArg = None,
+        concurrency: int | None = None,
     ) -> Stream:
-        """Call ``fn`` for its side effect; pass the envelope on unchanged."""
-        return self._then(StepKind.PEEK, fn, name, on_error, retry)
+        """Call ``fn`` for its side effect; pass the envelope on unchanged (``fn`` may be
+        async)."""
+        return self._then(StepKind.PEEK, fn, name, on_error, retry, concurrency=concurrency)
 
     def rekey(
         self,
@@ -387,15 +424,25 @@ class Stream:
         name: str | None = None,
         on_error: PolicyArg = None,
         retry: RetryArg = None,
+        concurrency: int | None = None,
     ) -> Any:
         """A processor: ``fn(envelope, ctx)`` or an object with ``process(envelope, ctx)``
         (a class is instantiated once per run; ``init(ctx)`` and ``close()`` are called when
         present). It forwards with ``ctx.forward(env, to=...)``; a returned envelope (or
         iterable of them) goes to the only output. Returns a ``Stream``, or with
-        ``outputs=[...]`` a ``dict`` of them by output name."""
+        ``outputs=[...]`` a ``dict`` of them by output name. An ``async`` process is
+        awaited, its ``ctx`` a ``CallContext`` (``streams.topology.async_steps``)."""
         outs = tuple(outputs) if outputs else (DEFAULT_OUTPUT,)
+        extra = {} if concurrency is None else {"concurrency": concurrency}
         node_name = self._builder._step(
-            StepKind.PROCESS, self._edge, processor, name, on_error, retry=retry, outputs=outs
+            StepKind.PROCESS,
+            self._edge,
+            processor,
+            name,
+            on_error,
+            retry=retry,
+            outputs=outs,
+            **extra,
         )
         if outputs is None:
             return Stream(self._builder, Edge(node_name))

@@ -7,6 +7,7 @@ that never asks for it pays nothing.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -141,6 +142,11 @@ class ProcessorContext:
         what it returns is forwarded as ``process``'s result is. Call it from ``init``."""
         if self._timers is None or self._current.record is not None:
             raise TopologyError(f"processor {self.node!r}: schedule timers in init()")
+        if inspect.iscoroutinefunction(fn):
+            raise TopologyError(
+                f"processor {self.node!r}: a timer's function runs with the partition's "
+                "stores on the runtime's thread and cannot be async"
+            )
         every = interval_ms(self.node, interval, time)
 
         def run(now_ms: int) -> None:

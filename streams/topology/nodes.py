@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from streams.failures.policy import RetryPolicy
+from streams.topology.async_steps import is_async
 from streams.topology.names import TopicRef
 from streams.topology.policy import ErrorPolicy
 
@@ -133,6 +134,13 @@ class StepNode:
     lookup: Lookup | None = None  # the table a table or join step writes or reads
     window_join: WindowJoinSpec | None = None  # a windowed join's window and store
     table_join: TableJoinSpec | None = None  # the two tables a table join reads
+    concurrency: int | None = None  # an async step's own limit of records at once
+
+    @property
+    def is_async(self) -> bool:
+        """Whether its function is a coroutine (or async generator) function: the step
+        awaits it (``streams.topology.async_steps``)."""
+        return is_async(self.fn)
 
     def describe_fn(self) -> str:
         target = self.fn

@@ -33,6 +33,14 @@ from streams.codec.errors import EncodeError
 from streams.envelope import Envelope
 from streams.state.dedup import Dedup
 from streams.topology.aggregate import build_aggregate, build_to_stream
+from streams.topology.async_steps import (
+    Awaiter,
+    Blocking,
+    StepLimit,
+    async_processor,
+    is_async,
+    sync_call,
+)
 from streams.topology.context import Current, ProcessorContext
 from streams.topology.errors import TopologyError
 from streams.topology.joins import build_join, build_table, build_table_join
@@ -76,6 +84,7 @@ class Plan:
         timer: StepTimer | None = None,
         payloads: Payloads | None = None,
         codec: Codec | None = None,
+        awaiter: Awaiter | None = None,
     ) -> None:
         self.topology = topology
         self.codec = codec
@@ -95,6 +104,10 @@ class Plan:
         self._closers: list[Callable[[], object]] = []
         self._made: dict[str, Any] = {}  # per node, what one compilation makes for all
         self._timer: StepTimer | None = None  # set while the timed entries compile
+        self._awaiter = awaiter
+        if awaiter is not None:
+            self._closers.append(awaiter.close)
+        self._limits: dict[str, StepLimit] = {}  # async steps' own limits, by node
         self.sources: dict[str, SourceNode] = {}
         for src in topology.sources:
             self.sources[topology.topic(src.topic)] = src
@@ -180,6 +193,31 @@ class Plan:
         (``streams.topology.reply``)."""
         return replier(self.current, _encoding(self._emit, step), step)
 
+    @property
+    def awaiter(self) -> Awaiter:
+        """What runs the async steps' coroutines (closed with the plan): the one given,
+        else (made on first use) one that waits for each on a loop thread of its own."""
+        awaiter = self._awaiter
+        if awaiter is None:
+            awaiter = self._awaiter = Blocking()
+            self._closers.append(awaiter.close)
+        return awaiter
+
+    def _limit(self, node: StepNode) -> StepLimit | None:
+        if node.concurrency is None:
+            return None
+        limit = self._limits.get(node.name)
+        if limit is None:
+            limit = self._limits[node.name] = StepLimit(node.name, node.concurrency)
+        return limit
+
+    def function(self, node: StepNode) -> Any:
+        """``node``'s function as the step calls it: an async one compiled into a plain
+        callable that awaits it (``streams.topology.async_steps``)."""
+        if node.is_async:
+            return sync_call(node.fn, self.awaiter, self._limit(node))
+        return node.fn
+
     def made(self, name: str, make: Callable[[], Any]) -> Any:
         """What node ``name`` needs made once whichever entries it is compiled into (a
         class processor's instance, a dedup's counters): ``make()`` the first time."""
@@ -200,6 +238,8 @@ class Plan:
         )
         target = self.made(node.name, lambda: self._processor(node, ctx))
         method: Callable[[Envelope, ProcessorContext], Any] = getattr(target, "process", target)
+        if is_async(method):
+            method = async_processor(method, self.awaiter, self._limit(node))
         name, policy, emit = node.name, node.on_error, ctx.emit
 
         def process(env: Envelope) -> None:
@@ -254,8 +294,8 @@ def _fan_out(children: list[Run]) -> Run:
     return fan_out
 
 
-def _map(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
+def _map(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    fn, nxt, name, policy = plan.function(node), outs[node.outputs[0]], node.name, node.on_error
 
     def map_step(env: Envelope) -> None:
         try:
@@ -267,8 +307,8 @@ def _map(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     return map_step
 
 
-def _filter(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
+def _filter(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    fn, nxt, name, policy = plan.function(node), outs[node.outputs[0]], node.name, node.on_error
 
     def filter_step(env: Envelope) -> None:
         try:
@@ -281,8 +321,8 @@ def _filter(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     return filter_step
 
 
-def _flat_map(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
+def _flat_map(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    fn, nxt, name, policy = plan.function(node), outs[node.outputs[0]], node.name, node.on_error
 
     def flat_map_step(env: Envelope) -> None:
         try:
@@ -295,8 +335,8 @@ def _flat_map(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     return flat_map_step
 
 
-def _peek(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
+def _peek(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
+    fn, nxt, name, policy = plan.function(node), outs[node.outputs[0]], node.name, node.on_error
 
     def peek_step(env: Envelope) -> None:
         try:

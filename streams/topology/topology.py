@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from streams.failures.policy import RetryPolicy
 from streams.state.changelog import changelog_topic
+from streams.topology.async_steps import ASYNC_KINDS, is_async
 from streams.topology.errors import TopologyError, TopologyValidationError
 from streams.topology.names import Owned, TopicRef, check_app_id, resolve_topic
 from streams.topology.nodes import ANY_TYPE, Node, SinkNode, SourceNode, StepKind, StepNode
@@ -14,6 +15,9 @@ from streams.topology.policy import ErrorPolicy
 from streams.topology.stores import StoreSpec, store_source
 
 CONSUMPTIONS = ("group", "share")
+ORDERINGS = ("key", "partition", "none")
+"""What records in flight at once keep, with ``concurrency`` above 1: one at a time per key
+(the default), per partition, or nothing (any record may overtake any other)."""
 # What keeps state by key, which a share group cannot give one worker: any takes any record.
 _STATEFUL = (
     StepKind.DEDUP,
@@ -57,6 +61,8 @@ class Topology:
         processing_guarantee: str = "at_least_once",
         consumption: str = "group",
         deliveries: int = 3,
+        concurrency: int = 1,
+        ordering: str = "key",
     ) -> None:
         self.app_id = app_id
         self.nodes: dict[str, Node] = dict(nodes)
@@ -72,6 +78,10 @@ class Topology:
         # group, KIP-932: any worker takes any record; ``deliveries`` before the DLQ).
         self.consumption = consumption
         self.deliveries = deliveries
+        # How many records an instance has in flight at once, awaiting async steps, and
+        # what they keep in order (``ORDERINGS``): ``streams.pipeline.concurrency``.
+        self.concurrency = concurrency
+        self.ordering = ordering
         children: dict[str, dict[str, list[str]]] = {
             name: {out: [] for out in node.outputs} for name, node in self.nodes.items()
         }
@@ -108,7 +118,32 @@ class Topology:
             processing_guarantee=self.processing_guarantee,
             consumption=consumption,
             deliveries=deliveries,
+            concurrency=self.concurrency,
+            ordering=self.ordering,
         )
+
+    def with_concurrency(self, concurrency: int, ordering: str | None = None) -> Topology:
+        """The same topology with ``concurrency`` records in flight at once (and another
+        ``ordering``): what ``streams run --concurrency`` runs. Raises
+        TopologyValidationError for values it cannot run with."""
+        copy = self._copy(self.app_id, self.consumption, self.deliveries)
+        copy.concurrency = concurrency
+        copy.ordering = ordering or self.ordering
+        problems = concurrency_problems(copy)
+        if problems:
+            raise TopologyValidationError(self.app_id, problems)
+        return copy
+
+    @property
+    def async_steps(self) -> list[str]:
+        """The steps whose function is async (awaited: ``streams.topology.async_steps``)."""
+        return [s.name for s in self.steps if s.is_async]
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether an instance keeps several records in flight: async steps to await, and
+        a concurrency above 1."""
+        return self.concurrency > 1 and bool(self.async_steps)
 
     def retry_for(self, step: str | None) -> RetryPolicy | None:
         """The retry policy for a failure in ``step``: its own, else the topology's; none
@@ -236,4 +271,43 @@ def share_problems(topology: Topology) -> list[str]:
         )
     if topology.deliveries < 1:
         problems.append(f"deliveries must be at least 1, got {topology.deliveries}")
+    return problems
+
+
+def concurrency_problems(topology: Topology) -> list[str]:
+    """What is wrong with the topology's async steps and concurrency settings, if anything:
+    async functions where a step cannot await them, limits below 1, an ordering that would
+    let a key's records overtake each other through retries, or a share group."""
+    problems = []
+    if topology.concurrency < 1:
+        problems.append(f"concurrency must be at least 1, got {topology.concurrency}")
+    if topology.ordering not in ORDERINGS:
+        problems.append(f"ordering must be one of {ORDERINGS}, got {topology.ordering!r}")
+    elif topology.ordering == "none" and topology.retry_policies:
+        problems.append(
+            "ordering='none' lets a key's records overtake each other, which retry topics "
+            "exist to prevent: use ordering='key' (or drop retry=)"
+        )
+    for step in topology.steps:
+        functions = [step.fn, *(pred for _, pred in step.predicates)]
+        if step.kind not in ASYNC_KINDS and any(is_async(fn) for fn in functions):
+            problems.append(
+                f"{step.kind} step {step.name!r}: its function is async, which only "
+                f"{', '.join(ASYNC_KINDS)} steps await"
+            )
+        if step.concurrency is not None:
+            if step.concurrency < 1:
+                problems.append(
+                    f"step {step.name!r}: concurrency must be at least 1, got {step.concurrency}"
+                )
+            elif not step.is_async:
+                problems.append(
+                    f"step {step.name!r}: concurrency= limits an async step; {step.describe_fn()} "
+                    "is not async"
+                )
+    if topology.consumption == "share" and topology.concurrent:
+        problems.append(
+            "a share group worker takes one record at a time: run more workers instead of "
+            "concurrency > 1"
+        )
     return problems
