@@ -2,15 +2,18 @@
 
 ::
 
-    [intake] → [TimeOrder] → [WaitForDue] → Track → failure policy → Produce → [Timers] → Commit
-                              (routing)             (Attempt: decode → plan)
-                                                    StopSkipOrDeadLetter | RetryOrDeadLetter
+    [intake] → [TimeOrder] → [WaitForDue] → [Concurrently] → Track → failure policy
+                              (routing)                               (Attempt: decode → plan)
+             → Produce → [Timers] → Commit        StopSkipOrDeadLetter | RetryOrDeadLetter
 
 - ``intake``: steps a caller puts first (``streams replay --through`` drops records past
   the replayed range before they are tracked).
 - ``TimeOrder`` first when a stream joins a table of other topics (a table topic, an
   aggregation of another topic): the two are read in event-time order.
 - ``WaitForDue`` only when the topology routes failures (a retry policy on it or a step).
+- ``Concurrently`` only when the topology has async steps and a concurrency above 1:
+  records in flight at once, each down the rest of the chain in a greenlet; positions move
+  over what finished in order, and commits go through ``ConcurrentCommits``.
 - the failure policy is ``RetryOrDeadLetter`` with routing, else ``StopSkipOrDeadLetter``.
 - ``Timers`` only when a processor scheduled a timer in its ``init`` (``ctx.schedule``).
 - the attempt is traced (a span per attempt, trace context to outputs and retries) when
@@ -30,6 +33,7 @@ from streams.failures.handler import FailureHandler
 from streams.logs import Logger
 from streams.observability.tracing import tracing
 from streams.pipeline.commit import Commit, Committer
+from streams.pipeline.concurrency import ConcurrentCommits, Concurrently
 from streams.pipeline.execute import Attempt
 from streams.pipeline.failure import (
     OnSkip,
@@ -39,13 +43,15 @@ from streams.pipeline.failure import (
 )
 from streams.pipeline.gate import WaitForDue
 from streams.pipeline.offsets import Partitions, Track
+from streams.pipeline.pauses import ConsumerControl, Pauses
 from streams.pipeline.produce import OutputSink, Produce
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Step
-from streams.pipeline.time_order import OrderControl, TimeOrder
+from streams.pipeline.time_order import TimeOrder
 from streams.pipeline.timers import Timers
 from streams.pipeline.traced import TracedAttempt
 from streams.state import StateManager
+from streams.topology.async_steps import Awaiter, LoopThread
 from streams.topology.joins import stream_table_sides
 from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
@@ -58,17 +64,32 @@ Intake = Callable[[Step], Step]
 class Chain:
     """The assembled chain: ``head`` takes every consumed record; ``attempt`` runs the plan
     (its dedup counters); ``gate`` is set when routing (its poll timeout); ``topics`` is
-    what the consumer subscribes to (inputs, and their retry tiers when routing)."""
+    what the consumer subscribes to (inputs, and their retry tiers when routing);
+    ``committer`` is the one the runtime calls too (with concurrency, the given one
+    wrapped); ``concurrently`` is set with concurrency; ``pauses`` is who paused which
+    partition (the runtime forgets the partitions that leave)."""
 
     head: Step
     attempt: Attempt
     gate: WaitForDue | None
     topics: list[str]
+    committer: Committer
+    pauses: Pauses
+    concurrently: Concurrently | None = None
 
     def poll_timeout(self, ceiling: float) -> float:
         """How long the loop may wait for records: ``ceiling``, or less if a held retry
-        partition ripens sooner."""
-        return self.gate.poll_timeout(ceiling) if self.gate is not None else ceiling
+        partition ripens sooner, or records are in flight."""
+        if self.gate is not None:
+            ceiling = self.gate.poll_timeout(ceiling)
+        if self.concurrently is not None:
+            ceiling = self.concurrently.poll_timeout(ceiling)
+        return ceiling
+
+    @property
+    def in_flight(self) -> int:
+        """Records started and not finished (with concurrency; else none between turns)."""
+        return self.concurrently.in_flight if self.concurrently is not None else 0
 
 
 def build_chain(
@@ -80,7 +101,7 @@ def build_chain(
     sink: OutputSink,
     partitions: Partitions,
     committer: Committer,
-    consumer: OrderControl,
+    consumer: ConsumerControl,
     stats: Stats,
     log: Logger,
     clock: Callable[[], float],
@@ -88,17 +109,40 @@ def build_chain(
     on_skip: OnSkip | None = None,
     intake: Sequence[Intake] = (),
     step_timer: StepTimer | None = None,
+    shutdown_timeout_s: float = 30.0,
+    max_held: int = 1_000,
 ) -> Chain:
     """The chain for ``topology`` (see the module docstring). ``handler`` (from
     ``failure_handler``, which adds the waiting rooms to ``state``) when it routes
     failures; ``clock``: seconds since the epoch (dedup windows, retry due times);
-    ``step_timer``: per-step times of the records it is armed for (metrics)."""
+    ``step_timer``: per-step times of the records it is armed for (metrics);
+    ``shutdown_timeout_s``: how long a commit or a revoke waits for records in flight;
+    ``max_held``: records of one partition the concurrency step holds before pausing it."""
+    pauses = Pauses(consumer)
+    concurrently: Concurrently | None = None
+    awaiter: Awaiter | None = None
+    if topology.concurrent:  # decided here, once: else the chain has no concurrency step
+        concurrently = Concurrently(
+            None,  # type: ignore[arg-type] # the rest of the chain, once built (below)
+            limit=topology.concurrency,
+            ordering=topology.ordering,
+            partitions=partitions,
+            control=pauses.view("concurrency"),
+            loop=LoopThread(f"streams-async-{topology.app_id}"),
+            max_held=max_held,
+        )
+        awaiter = concurrently.awaiter
+        committer = ConcurrentCommits(
+            committer, concurrently, partitions, timeout=shutdown_timeout_s
+        )
     traced = tracing()  # decided here, once: untraced, the chain has no tracing step
     if traced is None:
-        attempt = Attempt(topology, codec, state, clock, step_timer)
+        attempt = Attempt(topology, codec, state, clock, step_timer, awaiter=awaiter)
     else:
-        attempt = TracedAttempt(topology, codec, state, clock, step_timer, tracing=traced)
-    step: Step = Commit(committer, commit_interval_s)
+        attempt = TracedAttempt(
+            topology, codec, state, clock, step_timer, awaiter=awaiter, tracing=traced
+        )
+    step: Step = Commit(committer, commit_interval_s, positions=concurrently is None)
     if attempt.plan.timers:
         step = Timers(
             step,
@@ -124,8 +168,11 @@ def build_chain(
             clock=clock,
         )
         step = Track(step, partitions, stats)
+        step = _concurrently(step, concurrently, attempt)
         tiers = [t for topics_of in failure_topics(topology) for t in topics_of.retries]
-        step = gate = WaitForDue(step, consumer=consumer, retry_topics=tiers, clock=clock)
+        step = gate = WaitForDue(
+            step, consumer=pauses.view("retry gate"), retry_topics=tiers, clock=clock
+        )
         topics += tiers
     else:
         step = StopSkipOrDeadLetter(
@@ -140,11 +187,25 @@ def build_chain(
             on_skip=on_skip,
         )
         step = Track(step, partitions, stats)
+        step = _concurrently(step, concurrently, attempt)
     sides = stream_table_sides(topology)
     if sides:
         step = TimeOrder(
-            step, sides=sides, decode=attempt.decode, consumer=consumer, partitions=partitions
+            step,
+            sides=sides,
+            decode=attempt.decode,
+            consumer=pauses.view("time order"),
+            partitions=partitions,
         )
     for wrap in reversed(intake):
         step = wrap(step)
-    return Chain(step, attempt, gate, topics)
+    return Chain(step, attempt, gate, topics, committer, pauses, concurrently)
+
+
+def _concurrently(step: Step, concurrently: Concurrently | None, attempt: Attempt) -> Step:
+    """``concurrently`` in front of ``step`` (the chain after it), when there is one."""
+    if concurrently is None:
+        return step
+    concurrently.next = step
+    concurrently.attempt = attempt
+    return concurrently

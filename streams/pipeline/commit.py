@@ -59,25 +59,25 @@ class Committer(Protocol):
 
 
 class Commit:
-    """The last step: moves each record's partition past it; commits on schedule."""
+    """The last step: moves each record's partition past it (unless ``positions`` is
+    False: records in flight at once finish out of order, and the concurrency step moves
+    positions over what finished in order); commits on schedule."""
 
-    __slots__ = ("_clock", "_committer", "_interval", "_last")
+    __slots__ = ("_clock", "_committer", "_interval", "_last", "submit")
 
     def __init__(
         self,
         committer: Committer,
         interval_s: float,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        positions: bool = True,
     ) -> None:
         self._committer = committer
         self._interval = interval_s
         self._clock = clock
         self._last = clock()
-
-    def submit(self, record: Record) -> None:
-        offsets = record.offsets
-        if offsets is not None:
-            offsets.position = record.offset + 1
+        self.submit: Callable[[Record], None] = _move_position if positions else _leave_position
 
     def poll(self) -> None:
         now = self._clock()
@@ -95,3 +95,13 @@ class Commit:
 
     def close(self) -> None:
         return None
+
+
+def _move_position(record: Record) -> None:
+    offsets = record.offsets
+    if offsets is not None:
+        offsets.position = record.offset + 1
+
+
+def _leave_position(_record: Record) -> None:
+    return None

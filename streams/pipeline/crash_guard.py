@@ -36,12 +36,24 @@ class GuardedPartition:
     """The guard of one assigned partition (``PartitionOffsets.guard``) until it knows the
     partition is safe; ``Track`` calls ``before`` for each of its records."""
 
-    __slots__ = ("_careful", "_deaths", "_path", "_start", "_suspect", "condemned", "limit")
+    __slots__ = (
+        "_careful",
+        "_deaths",
+        "_path",
+        "_previous",
+        "_read_previous",
+        "_start",
+        "_suspect",
+        "condemned",
+        "limit",
+    )
 
     def __init__(self, path: Path, limit: int) -> None:
         self._path = path
         self.limit = limit
         self._start: int | None = None  # the first offset of this run
+        self._previous: dict[str, int | None] | None = None  # the file of the last run
+        self._read_previous = False
         self._careful = False
         self._deaths = 0
         self._suspect: int | None = None
@@ -64,9 +76,20 @@ class GuardedPartition:
         self._write(offset)
         return True
 
+    @property
+    def careful(self) -> bool:
+        """Whether the last run on this partition died, so that records are watched one
+        at a time (what ``before`` decides at the first record; read once)."""
+        return self._careful if self._start is not None else self._last_run() is not None
+
+    def _last_run(self) -> dict[str, int | None] | None:
+        if not self._read_previous:
+            self._previous, self._read_previous = self._read(), True
+        return self._previous
+
     def _first(self, offset: int) -> None:
         self._start = offset
-        previous = self._read()
+        previous = self._last_run()
         if previous is not None:  # the last run on this partition died
             self._careful = True
             suspect = previous.get("suspect")

@@ -20,7 +20,7 @@ partition that is not open).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from streams.codec import Codec, DecodeError
 from streams.envelope import Envelope
@@ -32,6 +32,7 @@ from streams.pipeline.record import Output, Record
 from streams.state import StateManager
 from streams.state.errors import StoreClosedError
 from streams.state.transaction import PartitionTransaction
+from streams.topology.async_steps import Awaiter
 from streams.topology.plan import Plan
 from streams.topology.policy import ErrorPolicy, StepFailed, dead_letter
 from streams.topology.schedule import NoRecord, Timer
@@ -49,8 +50,18 @@ class AttemptFailure(NamedTuple):
     policy: ErrorPolicy | None
 
 
+class Aside(NamedTuple):
+    """An attempt set aside while it awaits an async step (``Attempt.set_aside``)."""
+
+    record: Any
+    outputs: list[Output]
+    touched: list[PartitionTransaction]
+    undo: list[dict[bytes, Any] | None]
+
+
 class Attempt:
-    """Decodes and processes one record at a time (see the module docstring)."""
+    """Decodes and processes one record at a time (see the module docstring); with
+    concurrency, several, each set aside while it awaits (``set_aside``)."""
 
     def __init__(
         self,
@@ -59,6 +70,8 @@ class Attempt:
         state: StateManager | None,
         clock: Callable[[], float],
         step_timer: StepTimer | None = None,
+        *,
+        awaiter: Awaiter | None = None,
     ) -> None:
         self.codec = codec
         """Writes the outputs (and the failure policies' error replies)."""
@@ -76,6 +89,7 @@ class Attempt:
             timer=step_timer,
             payloads=getattr(codec, "payloads", None),  # the catalog's, for typed stores
             codec=codec,
+            awaiter=awaiter,
         )
         self.decode = Decode(codec, self.plan.sources)
         """Reads a record as its source declares (``TimeOrder`` reads event times with it)."""
@@ -149,6 +163,29 @@ class Attempt:
         self._touched.clear()
         outputs, self._outputs = self._outputs, []
         return outputs
+
+    def set_aside(self) -> Aside:
+        """What the attempt in hand holds (its record, outputs so far, open savepoints),
+        taken out of the way while it waits for an async step, so other records' attempts
+        run meanwhile; ``take_back`` puts it back before it goes on."""
+        touched = self._touched
+        aside = Aside(
+            self.plan.current.record, self._outputs, list(touched), [tx.undo for tx in touched]
+        )
+        for tx in touched:
+            tx.undo = None
+        touched.clear()
+        self._outputs = []
+        self.plan.current.record = None
+        return aside
+
+    def take_back(self, aside: Aside) -> None:
+        """Resume the attempt ``set_aside`` returned (nothing else may be in hand)."""
+        self.plan.current.record = aside.record
+        self._outputs = aside.outputs
+        self._touched.extend(aside.touched)
+        for tx, undo in zip(aside.touched, aside.undo, strict=True):
+            tx.undo = undo
 
     def carry(self, route: Route) -> Route:
         """The route of this attempt's failure as written (a traced attempt gives a retry

@@ -17,6 +17,7 @@ seeks every partition back to its committed offset.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -33,9 +34,25 @@ _LATEST = frozenset({"latest", "end", "largest"})
 
 class PartitionOffsets:
     """One assigned partition: ``position`` (None until a record finished) and
-    ``committed`` (the last offset committed, once known)."""
+    ``committed`` (the last offset committed, once known).
 
-    __slots__ = ("committed", "guard", "partition", "position", "topic")
+    With records in flight at once (``streams.pipeline.concurrency``) some finish past the
+    position, ahead of one that has not: ``ahead`` names them, the concurrency step sets it
+    before each commit, and the commit carries it in its metadata (``encode_ahead``). What
+    an earlier run's commit said finished ahead of it is ``skip`` (read with the committed
+    offset): those records are not processed again."""
+
+    __slots__ = (
+        "ahead",
+        "committed",
+        "committed_ahead",
+        "guard",
+        "partition",
+        "position",
+        "rewinds",
+        "skip",
+        "topic",
+    )
 
     def __init__(self, topic: str, partition: int, committed: int | None = None) -> None:
         self.topic = topic
@@ -44,11 +61,83 @@ class PartitionOffsets:
         self.committed = committed
         self.guard: GuardedPartition | None = None
         """The crash guard, while it watches this partition (``streams.pipeline.crash_guard``)."""
+        self.ahead: tuple[int, ...] = ()
+        self.committed_ahead: tuple[int, ...] = ()
+        self.skip: frozenset[int] = frozenset()
+        self.rewinds = 0  # times it was sought back to its committed offset
+
+    def finished(self) -> int | None:
+        """The offset a commit covers: the position, or with none yet but records finished
+        ahead, the committed offset (a commit of what finished ahead); else None."""
+        position = self.position
+        if position is None and self.ahead:
+            return self.committed
+        return position
 
     def pending_commit(self) -> int | None:
-        """``position`` when it moved past the last commit, else None."""
-        position = self.position
-        return None if position is None or position == self.committed else position
+        """``finished()`` when it (or what finished ahead of it) moved since the last
+        commit, else None."""
+        position = self.finished()
+        if position is None or (position == self.committed and self.ahead == self.committed_ahead):
+            return None
+        return position
+
+    def commit_offset(self, offset: int) -> TopicPartition:
+        """What a commit of ``offset`` sends: with the offsets that finished ahead of it in
+        its metadata."""
+        ahead = self.ahead
+        if not ahead:
+            return TopicPartition(self.topic, self.partition, offset)
+        return TopicPartition(
+            self.topic, self.partition, offset, metadata=encode_ahead(offset, ahead)
+        )
+
+    def committed_now(self, offset: int) -> None:
+        """``offset`` (from ``commit_offset``) was committed."""
+        self.committed = offset
+        self.committed_ahead = self.ahead
+
+
+AHEAD_MARK = "streams-ahead:1:"
+"""How a commit's metadata starts when it names offsets finished past the committed one."""
+
+
+AHEAD_SPAN = 24_000
+"""Offsets past the committed one that commit metadata can name: Kafka keeps up to 4,096
+characters of it (``offset.metadata.max.bytes``), a bit per offset in base64 fits 24,000.
+A partition holds ``buffered_per_partition`` records (and a batch) at most, far fewer;
+one finished further ahead is left out (processed again after a restart)."""
+
+
+def encode_ahead(offset: int, ahead: Iterable[int]) -> str:
+    """Commit metadata naming the offsets in ``ahead`` (all past ``offset``, up to
+    ``AHEAD_SPAN`` past it): a bit per offset from ``offset + 1`` on, little-endian, in
+    base64 after ``AHEAD_MARK``."""
+    bits = 0
+    for n in ahead:
+        if n <= offset:
+            raise ValueError(f"offset {n} is not past the committed offset {offset}")
+        if n - offset <= AHEAD_SPAN:
+            bits |= 1 << (n - offset - 1)
+    raw = bits.to_bytes((bits.bit_length() + 7) // 8, "little")
+    return AHEAD_MARK + base64.b64encode(raw).decode()
+
+
+def decode_ahead(offset: int, metadata: str | None) -> frozenset[int]:
+    """The offsets ``encode_ahead`` named (none for metadata it did not write)."""
+    if not metadata or not metadata.startswith(AHEAD_MARK):
+        return frozenset()
+    try:
+        bits = int.from_bytes(base64.b64decode(metadata[len(AHEAD_MARK) :]), "little")
+    except ValueError:
+        return frozenset()
+    found, n = [], offset + 1
+    while bits:
+        if bits & 1:
+            found.append(n)
+        bits >>= 1
+        n += 1
+    return frozenset(found)
 
 
 class OffsetReader(Protocol):
@@ -125,6 +214,8 @@ class Partitions:
             po = self._map.get(key)
             if po is not None:
                 po.committed = offset
+                skip = decode_ahead(offset, getattr(tp, "metadata", None))
+                po.skip, po.committed_ahead = skip, tuple(sorted(skip))
         return out
 
     def rewind_to_committed(self, exclude: Iterable[TP] = ()) -> list[TP]:
@@ -141,7 +232,10 @@ class Partitions:
                     f"cannot rewind {topic}[{partition}] to offset {offset} "
                     f"({exc.args[0].str()}); stopping so the records are read again on restart"
                 ) from exc
-            self._map[(topic, partition)].position = None
+            po = self._map[(topic, partition)]
+            po.position = None
+            po.ahead = ()
+            po.rewinds += 1
         return keys
 
     def _error(self, exc: KafkaException, doing: str) -> RuntimeFailure:
@@ -164,6 +258,9 @@ class Track(Forward):
     def submit(self, record: Record) -> None:
         po = self._partitions._map.get((record.topic, record.partition))
         if po is None:
+            return
+        if po.skip and record.offset in po.skip:  # an earlier run finished it, ahead
+            po.position = record.offset + 1  # one at a time: every record before it finished
             return
         record.offsets = po
         guard = po.guard

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from streams.codec import Codec
     from streams.observability.otel import Tracing
     from streams.state import StateManager
+    from streams.topology.async_steps import Awaiter
     from streams.topology.step_timer import StepTimer
     from streams.topology.topology import Topology
 
@@ -48,9 +49,10 @@ class TracedAttempt(Attempt):
         clock: Callable[[], float],
         step_timer: StepTimer | None = None,
         *,
+        awaiter: Awaiter | None = None,
         tracing: Tracing,
     ) -> None:
-        super().__init__(topology, codec, state, clock, step_timer)
+        super().__init__(topology, codec, state, clock, step_timer, awaiter=awaiter)
         self._tracing = tracing
         self._group = topology.app_id
         self._names: dict[str, str] = {}

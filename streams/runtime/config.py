@@ -47,6 +47,9 @@ class RuntimeConfig:
     # for ``streams query``; None: no query port (``streams.runtime.query``).
     query_port: int | None = None
     advertise: str | None = None
+    # With concurrency (async steps): records of one partition held in flight or waiting
+    # for their key before the partition is paused (``streams.pipeline.concurrency``).
+    buffered_per_partition: int = 1_000
     # Exactly-once: how long an open transaction of a dead instance blocks readers at most.
     transaction_timeout_ms: int = 10_000
 

@@ -183,7 +183,10 @@ class Runtime:
             on_skip=on_skip,
             intake=intake,
             step_timer=self.metrics.steps if self.metrics is not None else None,
+            shutdown_timeout_s=config.shutdown_timeout_s,
+            max_held=config.buffered_per_partition,
         )
+        self._committer = committer = self._chain.committer  # with concurrency, wrapped
         self._tables = Tables(topology, state, self.plan.payloads, self._partition_count)
         gate = self._chain.gate
         if gate is not None:  # a retry tier held until its head is due: waiting, not stalled
@@ -229,6 +232,12 @@ class Runtime:
     @property
     def committer(self) -> Committer:
         return self._committer
+
+    @property
+    def in_flight(self) -> int:
+        """Records started and not finished: awaiting async steps with concurrency on (the
+        ``TestDriver`` turns until none is)."""
+        return self._chain.in_flight
 
     def outstanding_writes(self) -> int:
         """Writes queued or in flight, not acknowledged yet (0: every write is)."""
@@ -434,6 +443,7 @@ class Runtime:
             for topic, partition in keys:
                 self._guard.released(topic, partition, clean=clean)
         self._chain.head.revoked(keys)
+        self._chain.pauses.forget(keys)
         self._partitions.remove(keys)
         self.stats.partitions = len(self._partitions)
 

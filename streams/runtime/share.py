@@ -140,6 +140,9 @@ class ShareRuntime:
         self._consumer.subscribe(self.topology.topics_read)
         self._log.info("started", topics=self.topology.topics_read)
 
+    in_flight = 0
+    """Records started and not finished between turns: none (one record at a time)."""
+
     def turn(self, wait: float | None = None) -> int:
         """One turn: what the consumer delivered (waiting up to ``wait``, default
         ``poll_timeout_s``), each through the chain, then the chain's poll."""

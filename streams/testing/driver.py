@@ -241,10 +241,12 @@ class TestDriver:
 
     def _drain(self) -> None:
         """Run the runtime's loop until nothing is left to do: a turn that takes no record
-        may still resume a retry partition (its due time came) for the next one."""
-        turn = self._runtime.turn
+        may still resume a retry partition (its due time came) for the next one, or a
+        record awaiting an async step."""
+        runtime = self._runtime
+        turn = runtime.turn
         try:
-            while turn(0) or turn(0):
+            while turn(0) or turn(0) or runtime.in_flight:
                 pass
         except ProcessingError as exc:
             self._stopped = exc

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException
 
 from streams.coordinates import TP
 from streams.pipeline.offsets import PartitionOffsets
@@ -78,12 +78,12 @@ class OffsetCommitter:
         asynchronous commit may have failed unseen)."""
         pending = []
         for po in partitions:
-            nxt = po.position if again else po.pending_commit()
+            nxt = po.finished() if again else po.pending_commit()
             if nxt is not None:
                 pending.append((po, nxt))
         if not pending:
             return
-        offsets = [TopicPartition(po.topic, po.partition, nxt) for po, nxt in pending]
+        offsets = [po.commit_offset(nxt) for po, nxt in pending]
         try:
             self._consumer.commit(offsets=offsets, asynchronous=asynchronous)
         except KafkaException as exc:
@@ -93,4 +93,4 @@ class OffsetCommitter:
                 self._log.warning("commit failed", error=err.str())
             return
         for po, nxt in pending:
-            po.committed = nxt
+            po.committed_now(nxt)

@@ -33,15 +33,16 @@ def finished_positions(
 ) -> dict[TP, int]:
     """The position to commit of each partition (call it once the writes are settled).
 
-    Past its last finished record; or, for a partition with store changes but no new
-    record (a record of a retry tier changed its waiting room), its committed offset, so
-    the changes are flushed with this commit. (A record that failed never finished: its
-    partition's position stays before it, and its attempt left no store change.)
+    Past its last finished record (``PartitionOffsets.finished``); or, for a partition
+    with store changes but no new record (a record of a retry tier changed its waiting
+    room), its committed offset, so the changes are flushed with this commit. (A record
+    that failed never finished: its partition's position stays before it, and its attempt
+    left no store change.)
     """
     changed = state.changed() if state is not None else set()
     positions: dict[TP, int] = {}
     for po in partitions:
-        position = po.position
+        position = po.finished()
         if position is None and (po.topic, po.partition) in changed:
             position = po.committed
         if position is not None:
@@ -52,11 +53,13 @@ def finished_positions(
 def moved_offsets(
     partitions: Iterable[PartitionOffsets], positions: dict[TP, int]
 ) -> list[TopicPartition]:
-    """The positions that differ from the committed offsets, as ``TopicPartition``s."""
+    """The positions that differ from the committed offsets (or finished ahead of them
+    otherwise than the last commit said), as ``TopicPartition``s to commit."""
     return [
-        TopicPartition(po.topic, po.partition, positions[key])
+        po.commit_offset(positions[key])
         for po in partitions
-        if (key := (po.topic, po.partition)) in positions and po.committed != positions[key]
+        if (key := (po.topic, po.partition)) in positions
+        and (po.committed != positions[key] or po.ahead != po.committed_ahead)
     ]
 
 
@@ -65,4 +68,4 @@ def mark_committed(partitions: Iterable[PartitionOffsets], offsets: list[TopicPa
     for po in partitions:
         offset = committed.get((po.topic, po.partition))
         if offset is not None:
-            po.committed = offset
+            po.committed_now(offset)

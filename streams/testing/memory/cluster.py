@@ -50,7 +50,8 @@ class MemoryCluster:
             self._default_partitions = partitions
         self.clock_ms = clock_ms
         self._logs: dict[str, list[list[StoredRecord]]] = {}
-        self._group_offsets: dict[str, dict[tuple[str, int], int]] = {}
+        # group -> partition -> (committed offset, the commit's metadata)
+        self._group_offsets: dict[str, dict[tuple[str, int], tuple[int, str | None]]] = {}
         self._arrivals = itertools.count()
         # transactional.id -> the producer that last initialised it (the others are fenced)
         self._owners: dict[str, MemoryProducer] = {}
@@ -114,7 +115,13 @@ class MemoryCluster:
 
     def committed(self, group: str, topic: str, partition: int) -> int | None:
         """The group's committed offset for the partition (the next offset to read)."""
-        return self._group_offsets.get(group, {}).get((topic, partition))
+        found = self._group_offsets.get(group, {}).get((topic, partition))
+        return found[0] if found is not None else None
+
+    def committed_metadata(self, group: str, topic: str, partition: int) -> str | None:
+        """The metadata the group's last commit of the partition carried."""
+        found = self._group_offsets.get(group, {}).get((topic, partition))
+        return found[1] if found is not None else None
 
     # -- for the clients (package-private) -----------------------------------------------
     def _log(self, topic: str, partition: int) -> list[StoredRecord]:
@@ -176,7 +183,10 @@ class MemoryCluster:
             for group, offsets in transaction.offsets.items():
                 self._commit_offsets(group, offsets)
 
-    def _commit_offsets(self, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    def _commit_offsets(
+        self, group: str, offsets: Mapping[tuple[str, int], tuple[int, str | None]]
+    ) -> None:
+        """Commit (offset, metadata) per partition: a commit without metadata clears it."""
         self._group_offsets.setdefault(group, {}).update(offsets)
 
     def _claim(self, transactional_id: str, producer: MemoryProducer) -> MemoryProducer | None:

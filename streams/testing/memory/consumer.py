@@ -214,14 +214,19 @@ class MemoryConsumer:
         asynchronous: bool = True,
     ) -> list[TopicPartition] | None:
         self._check_open()
+        chosen: dict[TP, tuple[int, str | None]]
         if message is not None:
             topic, partition, offset = message.topic(), message.partition(), message.offset()
             assert topic is not None and partition is not None and offset is not None
-            chosen = {(topic, partition): offset + 1}
+            chosen = {(topic, partition): (offset + 1, None)}
         elif offsets is not None:
-            chosen = {(tp.topic, tp.partition): tp.offset for tp in offsets if tp.offset >= 0}
+            chosen = {
+                (tp.topic, tp.partition): (tp.offset, tp.metadata)
+                for tp in offsets
+                if tp.offset >= 0
+            }
         else:
-            chosen = {key: a.position for key, a in self._assigned.items()}
+            chosen = {key: (a.position, None) for key, a in self._assigned.items()}
         if not chosen:
             if asynchronous:  # librdkafka reports it to on_commit, which we do not model
                 return None
@@ -229,7 +234,10 @@ class MemoryConsumer:
         self._cluster._commit_offsets(self.group_id, chosen)
         if asynchronous:
             return None
-        return [TopicPartition(t, p, o) for (t, p), o in chosen.items()]
+        return [
+            TopicPartition(t, p, o) if m is None else TopicPartition(t, p, o, metadata=m)
+            for (t, p), (o, m) in chosen.items()
+        ]
 
     def committed(
         self, partitions: list[TopicPartition], timeout: float = -1
@@ -238,9 +246,13 @@ class MemoryConsumer:
         out = []
         for tp in partitions:
             offset = self._cluster.committed(self.group_id, tp.topic, tp.partition)
-            out.append(
-                TopicPartition(tp.topic, tp.partition, OFFSET_INVALID if offset is None else offset)
+            metadata = self._cluster.committed_metadata(self.group_id, tp.topic, tp.partition)
+            found = TopicPartition(
+                tp.topic, tp.partition, OFFSET_INVALID if offset is None else offset
             )
+            if metadata is not None:
+                found = TopicPartition(tp.topic, tp.partition, found.offset, metadata=metadata)
+            out.append(found)
         return out
 
     def close(self) -> None:

@@ -210,7 +210,7 @@ class MemoryProducer:
         offsets = self._transaction.offsets.setdefault(group_metadata.group_id, {})
         for tp in positions:
             if tp.offset >= 0:
-                offsets[(tp.topic, tp.partition)] = tp.offset
+                offsets[(tp.topic, tp.partition)] = (tp.offset, tp.metadata)
 
     def commit_transaction(self, timeout: float = -1) -> None:
         self._require(_State.IN_TRANSACTION)

@@ -37,7 +37,7 @@ class Transaction:
     def __init__(self) -> None:
         self.state = TxState.OPEN
         self.partitions: set[tuple[str, int]] = set()
-        self.offsets: dict[str, dict[tuple[str, int], int]] = {}
+        self.offsets: dict[str, dict[tuple[str, int], tuple[int, str | None]]] = {}
 
 
 @dataclass(frozen=True, slots=True)
