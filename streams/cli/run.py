@@ -41,6 +41,7 @@ from streams.runtime import RuntimeConfig
 from streams.runtime.config import split_client_overrides
 from streams.runtime.instance import run_instance
 from streams.topology import TopologyError, load_topology
+from streams.topology.topology import ORDERINGS
 
 InstancesOpt = typer.Option(
     1, "--instances", "-n", min=1, envvar="STREAMS_INSTANCES", help="Instances to start."
@@ -136,6 +137,21 @@ DeliveriesOpt = typer.Option(
     help="With --share: deliveries of a failing record before the DLQ (default: the "
     "topology's, 3).",
 )
+ConcurrencyOpt = typer.Option(
+    None,
+    "--concurrency",
+    min=1,
+    metavar="N",
+    help="Records in flight at once awaiting the topology's async steps (default: the "
+    "topology's, 1).",
+)
+OrderingOpt = typer.Option(
+    None,
+    "--ordering",
+    metavar="|".join(ORDERINGS),
+    help="What records in flight at once keep in order: one at a time per key (the "
+    "default), per partition, or none.",
+)
 JsonRunOpt = typer.Option(
     False,
     "--json",
@@ -166,6 +182,8 @@ def run(  # noqa: PLR0917 - a command's options
     advertise: str | None = AdvertiseOpt,
     share: bool = ShareOpt,
     deliveries: int | None = DeliveriesOpt,
+    concurrency: int | None = ConcurrencyOpt,
+    ordering: str | None = OrderingOpt,
     as_json: bool = JsonRunOpt,
 ) -> None:
     """Run a topology until Ctrl-C or SIGTERM: consume its sources, process, write its
@@ -179,6 +197,8 @@ def run(  # noqa: PLR0917 - a command's options
         topology = topology.shared(deliveries)
     elif deliveries is not None:
         raise TopologyError("--deliveries counts the deliveries of a share group: add --share")
+    if concurrency is not None or ordering is not None:
+        topology = topology.with_concurrency(concurrency or topology.concurrency, ordering)
     if instances > 1:
         args = [str(file), "--app-id", topology.app_id, "--bootstrap-server", bootstrap]
         args += [f"--set={p}" for p in params] + [f"-X{c}" for c in client]
@@ -193,6 +213,8 @@ def run(  # noqa: PLR0917 - a command's options
         args += ["--advertise", advertise] if advertise else []
         args += ["--share"] if share else []
         args += ["--deliveries", str(deliveries)] if deliveries else []
+        args += ["--concurrency", str(concurrency)] if concurrency else []
+        args += ["--ordering", ordering] if ordering else []
         ports = {"--metrics-port": metrics_port, "--query-port": query_port}
         raise typer.Exit(_supervise(args, instances, ports))
     config = instance_config(
