@@ -21,6 +21,7 @@ from rich.text import Text
 from streams.admin import admin_client, delete_app_topics
 from streams.broker import LocalBroker
 from streams.config import external_bootstrap
+from streams.demo.concurrency import step_concurrency
 from streams.demo.context import DemoContext, step_line
 from streams.demo.failures import step_failures
 from streams.demo.faust import step_faust
@@ -56,6 +57,7 @@ STEPS: list[Callable[[DemoContext], None]] = [
     step_requests,
     step_projections,
     step_work_queue,
+    step_concurrency,
     step_replay,
     step_testing,
 ]

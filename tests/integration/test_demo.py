@@ -51,6 +51,8 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient
         out,
     )
     assert "3 no carrier serves dead-lettered after 3 deliveries" in out
+    assert re.search(r"\d+ orders/s one at a time; [\d,]+ orders/s with 64 in flight", out)
+    assert "3000 orders once each, every customer's in the order they came" in out
     assert "demo done" in out
     # Every topic of the run is gone: the inputs, and what its apps made (DLQs, changelogs).
     run_id = re.search(r"demo-([0-9a-f]{8})-", out)
