@@ -16,6 +16,7 @@ from rich.table import Table
 from streams.bench import (
     bare_client,
     codec,
+    concurrency,
     failures,
     peers,
     pipeline,
@@ -38,6 +39,7 @@ from streams.config import external_bootstrap
 SECTIONS: dict[str, Callable[[BenchContext], list[Row]]] = {
     "bare": bare_client.run,
     "codec": codec.run,
+    "concurrency": concurrency.run,
     "state": state.run,
     "dedup": dedup_bench.run,
     "failures": failures.run,
