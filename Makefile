@@ -6,6 +6,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
+# `make test` runs the suites on this many pytest-xdist workers, each with a broker of its
+# own: most integration tests wait on the broker, so two overlap well on two cores.
+TEST_WORKERS ?= 2
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo test test-unit test-integration test-container lint docs docs-serve fmt bench \
@@ -26,8 +29,8 @@ setup: $(STAMP) ## create the virtualenv and install the package with its dev ex
 demo: $(STAMP) ## run the tour on the local broker (started if needed)
 	$(BIN)/streams demo
 
-test: $(STAMP) ## run every test: unit, integration (real broker), container
-	$(BIN)/pytest $(PYTEST_ARGS)
+test: $(STAMP) ## run every test: unit, integration (real broker), container (TEST_WORKERS=2)
+	$(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 test-unit: $(STAMP) ## unit tests only (no broker)
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

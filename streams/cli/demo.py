@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from streams.cli._common import console
-from streams.demo.runner import run_demo
 
 
 def demo() -> None:
     """Run the tour on the local broker (or KAFKA_BOOTSTRAP_SERVERS)."""
+    # Imported here: the tour loads most of the package, which no other command needs to.
+    from streams.demo.runner import run_demo  # noqa: PLC0415
+
     run_demo(console)

@@ -104,6 +104,10 @@ class Runtime(Protocol):
     def committer(self) -> Committer: ...
     @property
     def duplicates(self) -> int: ...
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def held(self) -> int: ...
     def outstanding_writes(self) -> int: ...
     def partition_lag(self) -> dict[TP, int] | None: ...
 
@@ -462,6 +466,23 @@ class RuntimeCollector(Collector):
         yield one(
             GaugeMetricFamily("streams_restoring", "1 while stores are restored.", labels=names),
             1 if health.restoring else 0,
+        )
+        yield one(
+            GaugeMetricFamily(
+                "streams_records_in_flight",
+                "Records started and not finished (awaiting async steps, with concurrency).",
+                labels=names,
+            ),
+            runtime.in_flight,
+        )
+        yield one(
+            GaugeMetricFamily(
+                "streams_records_held",
+                "Records an instance holds with concurrency: in flight, waiting for their key "
+                "or a place, or finished ahead of one that is not.",
+                labels=names,
+            ),
+            runtime.held,
         )
         stalled = runtime.stall.stalled_partitions()
         yield one(

@@ -87,6 +87,11 @@ class Chain:
         return ceiling
 
     @property
+    def held(self) -> int:
+        """Records the concurrency step holds (none without it)."""
+        return self.concurrently.held if self.concurrently is not None else 0
+
+    @property
     def in_flight(self) -> int:
         """Records started and not finished (with concurrency; else none between turns)."""
         return self.concurrently.in_flight if self.concurrently is not None else 0

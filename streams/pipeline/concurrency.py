@@ -184,7 +184,7 @@ class Concurrently(Forward):
     @property
     def held(self) -> int:
         """Records here: in flight, waiting to start, or finished behind one that is not."""
-        return sum(len(p.held) for p in self._parts.values())
+        return sum(len(p.held) for p in list(self._parts.values()))  # any thread: a copy
 
     @property
     def writing(self) -> bool:

@@ -3,7 +3,9 @@
 Contract and timing:
 
 - ``run()`` blocks until ``stop()`` is called (from a signal handler or another thread) or
-  a record fails with policy FAIL; it then finishes, flushes, commits and closes.
+  a record fails with policy FAIL; it then finishes the record in hand (the rest of its
+  batch is left for the next owner: a slow step times a batch's length), flushes,
+  commits and closes.
 - The consumer group is the app id, with cooperative-sticky assignment: start more
   instances to scale out (with failure routing: the range assignor, so partition *n* of
   an input and of its retry tiers land on the same instance, where its waiting room is).
@@ -239,6 +241,12 @@ class Runtime:
         ``TestDriver`` turns until none is)."""
         return self._chain.in_flight
 
+    @property
+    def held(self) -> int:
+        """Records held with concurrency on: in flight, waiting for their key or a place,
+        or finished ahead of one that is not (``streams_records_held``). Any thread."""
+        return self._chain.held
+
     def outstanding_writes(self) -> int:
         """Writes queued or in flight, not acknowledged yet (0: every write is)."""
         return len(self._sink.producer)
@@ -358,6 +366,8 @@ class Runtime:
         batch = self._next_batch(self.config.poll_timeout_s if wait is None else wait)
         head, record = self._chain.head, Record.of
         for msg in batch:
+            if self._stopping:  # the rest of the batch is read again after the commit
+                break
             err = msg.error()
             if err is not None:
                 self._consumer_error(err)

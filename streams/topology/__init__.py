@@ -4,6 +4,7 @@ Build one with ``TopologyBuilder``; run it with ``streams run`` (``streams.runti
 test it without a broker with ``streams.testing.TestDriver``.
 """
 
+from streams.topology.async_steps import CallContext
 from streams.topology.builder import Stream, TopologyBuilder
 from streams.topology.context import ProcessorContext, RecordMeta
 from streams.topology.errors import TopologyError, TopologyLoadError, TopologyValidationError
@@ -29,6 +30,7 @@ from streams.topology.windows import (
 
 __all__ = [
     "Aggregations",
+    "CallContext",
     "ErrorAction",
     "ErrorPolicy",
     "LateRecordError",

@@ -11,6 +11,7 @@ processor's context does. The broker tests run the same steps at speed
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -175,12 +176,17 @@ def test_a_key_waits_for_its_record_in_flight_while_other_keys_overtake() -> Non
 
 def test_no_more_records_in_flight_than_the_concurrency() -> None:
     gates = Gates()
-    h = Harness(gated(gates, concurrency=3))
+    h = Harness(gated(gates, concurrency=3), metrics_port=0)
     h.write(*[order(n, f"k{n}") for n in range(10)])
     h.turn_until(lambda: len(gates.waiting) == 3, "three in flight")
     for _ in range(20):
         h.runtime.turn(0)
     assert len(gates.waiting) == 3
+    assert h.runtime.metrics is not None
+    scraped = h.runtime.metrics.exposition()[0].decode()
+    assert 'streams_records_in_flight{app_id="app"' in scraped
+    assert re.search(r"streams_records_in_flight\{[^}]*\} 3\.0", scraped)
+    assert re.search(r"streams_records_held\{[^}]*\} 10\.0", scraped)
     gates.open(*[f"o-{n}" for n in range(10)])
     h.turn_until(lambda: len(h.out()) == 10, "all ten written")
     assert gates.most == 3
@@ -425,3 +431,75 @@ async def _async_map(env: Envelope) -> Envelope:
 
 def _sync_map(env: Envelope) -> Envelope:
     return env
+
+
+def test_a_keys_records_count_in_offset_order_when_a_later_one_is_ready_first() -> None:
+    gates = Gates()
+
+    async def call_service(env: Envelope) -> Envelope:
+        await gates.wait(env.data["order_id"])
+        return env
+
+    def count(env: Envelope, ctx: Any) -> Envelope:
+        store, key = ctx.store("counts"), env.key or ""
+        n = int(store.get(key, b"0")) + 1
+        store.set(key, str(n).encode())
+        return env.with_data({**env.data, "total_cents": n})
+
+    b = TopologyBuilder("app", concurrency=8)
+    b.store("counts", backend="memory")
+    (
+        b.source("in", type=T, version=V)
+        .map(call_service)
+        .process(count)
+        .to(owned("out"), type=T, version=V)
+    )
+    h = Harness(b.build(default_catalog()))
+    h.write(order(1, "k1"), order(2, "k2"), order(3, "k1"))
+    gates.open("o-3", "o-2")  # o-3's answer is ready first; it still waits for o-1
+    h.turn_until(lambda: len(h.out()) == 1, "o-2 written")
+    gates.open("o-1")
+    h.turn_until(lambda: len(h.out()) == 3, "all three written")
+    records = h.cluster.records("app-out")
+    counts = {
+        (env := CODEC.decode(r.value, r.headers)).data["order_id"]: env.data["total_cents"]
+        for r in records
+    }
+    assert counts == {"o-1": 1, "o-2": 1, "o-3": 2}
+    h.runtime.close()
+
+
+def test_dedup_drops_a_duplicate_that_waited_behind_its_original() -> None:
+    async def call_service(env: Envelope) -> Envelope:
+        await asyncio.sleep(0)
+        return env
+
+    b = TopologyBuilder("app", concurrency=8)
+    once = b.source("in", type=T, version=V).dedup(ttl=3600, backend="memory")
+    once.map(call_service).to(owned("out"), type=T, version=V)
+    first = order(1, "k1")
+    with TestDriver(b.build(default_catalog()), partitions=2) as driver:
+        driver.pipe("in", [first, order(2, "k2"), first, order(3, "k1"), first])
+        out = [e.data["order_id"] for e in driver.read("app-out")]
+        duplicates = driver.duplicates
+    assert sorted(out) == ["o-1", "o-2", "o-3"]
+    assert duplicates == 2
+
+
+def test_a_stop_finishes_the_record_in_hand_not_the_rest_of_its_batch() -> None:
+    holder: list[Runtime] = []
+
+    async def call_service(env: Envelope) -> Envelope:
+        if env.data["order_id"] == "o-2":
+            holder[0].stop()  # SIGTERM while a batch of slow records is in hand
+        return env
+
+    b = TopologyBuilder("app")  # one record at a time: a batch takes its records' time
+    b.source("in", type=T, version=V).map(call_service).to(owned("out"), type=T, version=V)
+    h = Harness(b.build(default_catalog()))
+    holder.append(h.runtime)
+    h.write(*[order(n, f"k{n}") for n in range(10)])
+    h.runtime.turn(0)
+    assert h.runtime.stats.consumed == 3  # o-0, o-1, o-2: then the loop let go
+    h.runtime.close()
+    assert h.committed() == 3  # the others are read again by whoever comes next

@@ -40,6 +40,8 @@ class FakeRuntime:
         self.state = None
         self.committer = SimpleNamespace(inner=SimpleNamespace(aborts=2))
         self.duplicates = 5
+        self.in_flight = 0
+        self.held = 0
         self.stall = SimpleNamespace(stalled_partitions=list)  # no partition stalled
 
     def outstanding_writes(self) -> int:
