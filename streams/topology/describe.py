@@ -34,7 +34,10 @@ def _what(t: Topology, node: Node) -> str:
         )
         return f"{role}: {node.name} (topic: {t.topic(node.topic)}, {what})"
     fn = node.describe_fn()
-    detail = f"{node.kind}{', ' + fn if fn and fn != node.name else ''}"
+    detail = f"{'async ' if node.is_async else ''}{node.kind}"
+    detail += f"{', ' + fn if fn and fn != node.name else ''}"
+    if node.concurrency is not None:
+        detail += f", at most {node.concurrency} at once"
     if node.dedup is not None:
         detail += f", ttl {node.dedup.ttl:g} s, store {node.dedup.store}"
     if node.aggregate is not None:
@@ -91,7 +94,22 @@ def describe_text(t: Topology) -> str:
         lines.append(f"Processing guarantee: {t.processing_guarantee}")
     if t.consumption == "share":
         lines.append("Consumption: share group (any instance takes any record; no per-key order)")
+    if t.async_steps:
+        lines.append(f"Concurrency: {_concurrency(t)}")
     return "\n".join(lines) + "\n"
+
+
+_ORDERS = {
+    "key": "one at a time per key",
+    "partition": "one at a time per partition",
+    "none": "in any order",
+}
+
+
+def _concurrency(t: Topology) -> str:
+    if not t.concurrent:
+        return "1 record at a time (async steps awaited one by one)"
+    return f"up to {t.concurrency} records in flight, {_ORDERS[t.ordering]}"
 
 
 def _failure_topics(t: Topology) -> dict[str, FailureTopics]:
@@ -118,6 +136,9 @@ def _node_data(t: Topology, node: Node) -> dict[str, Any]:
     data["role"] = "processor"
     data["kind"] = node.kind.value
     data["function"] = node.describe_fn() or None
+    if node.is_async:
+        data["async"] = True
+        data["concurrency"] = node.concurrency
     if node.dedup is not None:
         data["dedup"] = {"ttl_s": node.dedup.ttl, "store": node.dedup.store}
     spec = node.aggregate
@@ -151,6 +172,8 @@ def describe_data(t: Topology) -> dict[str, Any]:
         "processing_guarantee": t.processing_guarantee,
         "consumption": t.consumption,
         "deliveries": t.deliveries if t.consumption == "share" else None,
+        "concurrency": t.concurrency,
+        "ordering": t.ordering,
         "nodes": [_node_data(t, node) for node in t.nodes.values()],
         "links": links,
         "topics": {

@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from streams.cli import app
 from streams.topology import load_topology
+from streams.topology.describe import describe_data
 
 ORDERS = Path(__file__).resolve().parents[2] / "topology" / "orders.py"
 
@@ -55,3 +56,17 @@ def test_cli_run_and_describe_refuse_a_malformed_set() -> None:
         result = CliRunner().invoke(app, [command, str(ORDERS), "--set", "oops"])
         assert result.exit_code != 0
         assert "--set expects KEY=VALUE, got 'oops'" in str(result.exception)
+
+
+def test_async_steps_and_the_concurrency_they_run_with_are_shown() -> None:
+    lookup = ORDERS.with_name("lookup.py")
+    text = load_topology(lookup).describe()
+    assert "Processor: enrich (async map, build.<locals>.enrich)" in text
+    assert text.endswith("Concurrency: up to 64 records in flight, one at a time per key\n")
+    one = load_topology(lookup, params={"concurrency": "1"}).describe()
+    assert one.endswith("Concurrency: 1 record at a time (async steps awaited one by one)\n")
+    assert "Concurrency" not in load_topology(ORDERS).describe()
+    data = describe_data(load_topology(lookup))
+    assert (data["concurrency"], data["ordering"]) == (64, "key")
+    enrich = next(node for node in data["nodes"] if node["name"] == "enrich")
+    assert (enrich["async"], enrich["concurrency"]) == (True, None)
