@@ -47,6 +47,7 @@ from typing import Any, TypeVar
 from greenlet import GreenletExit, getcurrent, greenlet
 
 from streams.coordinates import TP
+from streams.logs import get_logger
 from streams.pipeline.commit import Committer
 from streams.pipeline.execute import Aside, Attempt
 from streams.pipeline.offsets import AHEAD_SPAN, Partitions
@@ -56,6 +57,7 @@ from streams.pipeline.step import Forward, Step
 from streams.topology.async_steps import Call, LoopThread, StepLimit
 
 T = TypeVar("T")
+_log = get_logger("streams.concurrency")
 
 _ANY = object()  # the ordering key of ``ordering="none"``: never busy
 _FULL_WAIT_S = 0.1  # how long ``poll`` waits for a coroutine when no record may start
@@ -403,6 +405,11 @@ class Concurrently(Forward):
             attempt.take_back(task.aside)
             task.aside = None
 
+    def oldest_in_flight(self) -> Record | None:
+        """The record in flight with the lowest offset of its partition, first found."""
+        flying = [t.record for t in self._flying if t.record is not None]
+        return min(flying, key=lambda r: r.offset) if flying else None
+
     def current(self) -> _Task | None:
         """The task of the greenlet running now, if a record's."""
         task = self._current
@@ -498,7 +505,17 @@ class ConcurrentCommits:
     def commit(self) -> None:
         step = self._step
         if not step.drain(self._timeout):
-            return  # records still in flight: the next poll tries again
+            if not self._timeout:  # no wait was asked for (the TestDriver's turns)
+                return
+            # A coroutine that never returns holds every commit: say which record it is.
+            oldest = step.oldest_in_flight()
+            _log.warning(
+                "records in flight did not finish in time: commit postponed",
+                seconds=self._timeout,
+                in_flight=step.in_flight,
+                oldest=f"{oldest.topic}[{oldest.partition}]@{oldest.offset}" if oldest else None,
+            )
+            return  # the next poll tries again
         step.mark_ahead()
         self.committer.commit()
         step.forget_rewound()

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import TopicPartition
+from structlog.testing import capture_logs
 
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
@@ -503,3 +504,20 @@ def test_a_stop_finishes_the_record_in_hand_not_the_rest_of_its_batch() -> None:
     assert h.runtime.stats.consumed == 3  # o-0, o-1, o-2: then the loop let go
     h.runtime.close()
     assert h.committed() == 3  # the others are read again by whoever comes next
+
+
+def test_a_coroutine_that_never_returns_postpones_commits_and_says_which_record() -> None:
+    gates = Gates()
+    h = Harness(gated(gates, concurrency=8), shutdown_timeout_s=0.05)  # how long commits wait
+    h.write(order(1, "k1"), order(2, "k2"))
+    gates.open("o-2")
+    with capture_logs() as logs:
+        h.turn_until(lambda: len(h.out()) == 1, "o-2 written")
+        h.runtime.turn(0)
+    postponed = [e for e in logs if e["event"].startswith("records in flight did not finish")]
+    assert postponed and postponed[-1]["oldest"] == "in[0]@0"
+    assert postponed[-1]["log_level"] == "warning"
+    assert h.committed() < 0  # o-1 holds the partition's commit, o-2 is named ahead of it
+    gates.open("o-1")
+    h.turn_until(lambda: h.committed() == 2, "both committed")
+    h.runtime.close()
