@@ -227,7 +227,7 @@ class Concurrently(Forward):
             if po is None:
                 continue
             ahead = {t.offset for t in part.held if t.done}
-            base = po.finished()
+            base = po.position if po.position is not None else po.committed
             if po.skip and base is not None:
                 ahead.update(n for n in po.skip if n > base)
             po.ahead = tuple(sorted(ahead))

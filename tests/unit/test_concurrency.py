@@ -221,6 +221,12 @@ def test_a_stop_commits_what_finished_in_order_and_the_next_run_skips_what_finis
     assert sorted(gates.cancelled) == ["o-2", "o-3"]
     assert sorted(h.out()) == ["o-1", "o-4"]
 
+    # Stopped again with o-2 and o-3 in flight: o-4 is still named, though not read again.
+    again = Harness(gated(gates, concurrency=8), cluster=h.cluster)
+    again.turn_until(lambda: gates.waiting == {"o-2", "o-3"}, "o-2 and o-3 in flight again")
+    again.runtime.close()
+    assert decode_ahead(1, h.cluster.committed_metadata("app", "in", 0)) == {3}
+
     again = Harness(gated(gates, concurrency=8), cluster=h.cluster)
     gates.open("o-2", "o-3")
     again.turn_until(lambda: again.committed() == 4, "every offset committed")
