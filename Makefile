@@ -30,7 +30,7 @@ demo: $(STAMP) ## run the tour on the local broker (started if needed)
 	$(BIN)/streams demo
 
 test: $(STAMP) ## run every test: unit, integration (real broker), container (TEST_WORKERS=2)
-	$(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 test-unit: $(STAMP) ## unit tests only (no broker)
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

@@ -12,7 +12,7 @@ also when a step fails; a step's RuntimeError propagates after that.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -39,6 +39,7 @@ from streams.demo.timers import step_timers
 from streams.demo.topology import step_topology
 from streams.demo.windows import step_windows
 from streams.demo.work_queue import step_work_queue
+from streams.errors import StreamsError
 from streams.examples import example_schemas
 from streams.schemas import SCHEMAS_DIR_ENV
 
@@ -97,14 +98,35 @@ def _example_catalog() -> Iterator[None]:
             os.environ[SCHEMAS_DIR_ENV] = before
 
 
-def run_demo(console: Console | None = None) -> None:
-    """Run every step on the broker, printing one numbered line (or more) per step."""
+def step_name(step: Callable[[DemoContext], None]) -> str:
+    """What ``streams demo --only`` calls a step: ``work-queue`` for ``step_work_queue``."""
+    return step.__name__.removeprefix("step_").replace("_", "-")
+
+
+def chosen_steps(only: Sequence[str] | None) -> list[Callable[[DemoContext], None]]:
+    """The steps named in ``only`` (None: all), in the tour's order. Raises StreamsError
+    naming the steps there are for a name that is none of them."""
+    if not only:
+        return list(STEPS)
+    names = {step_name(step): step for step in STEPS}
+    unknown = [name for name in only if name not in names]
+    if unknown:
+        raise StreamsError(
+            f"no demo step {', '.join(map(repr, unknown))} (steps: {', '.join(names)})"
+        )
+    return [step for name, step in names.items() if name in only]
+
+
+def run_demo(console: Console | None = None, only: Sequence[str] | None = None) -> None:
+    """Run every step (or those named in ``only``) on the broker, printing one numbered
+    line (or more) per step."""
     console = console or Console()
+    steps = chosen_steps(only)
     bootstrap = step_broker(console)
     ctx = DemoContext(bootstrap=bootstrap, console=console)
     try:
         with _example_catalog():
-            for step in STEPS:
+            for step in steps:
                 step(ctx)
     finally:
         delete_app_topics(admin_client(bootstrap), ctx.prefix)

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 import streams.cli
 from streams.cli import EXIT_CODES, app
 from streams.cli._help import find, walk
+from streams.errors import StreamsError
 from streams.replay.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
 
 CLI: Any = streams.cli.cli
@@ -149,3 +150,12 @@ def test_the_root_help_lists_the_exit_codes() -> None:
     flat = " ".join(result.output.split())
     for code, meaning in EXIT_CODES.items():
         assert f"{code} {meaning}" in flat
+
+
+def test_demo_only_names_the_steps_there_are_when_one_is_not() -> None:
+    # Raised before any broker is looked for; `streams` prints it as one line (main()).
+    result = CliRunner().invoke(app, ["demo", "--only", "topology,nope"])
+    assert isinstance(result.exception, StreamsError)
+    said = str(result.exception)
+    assert "no demo step 'nope' (steps: round-trip, schemas, shell, topology," in said
+    assert "work-queue, concurrency, replay, testing)" in said
