@@ -34,6 +34,9 @@ def int_bytes(n: int) -> bytes:
     return long_bytes(n)
 
 
+_U64 = (1 << 64) - 1
+
+
 def read_long(buf: bytes, pos: int) -> tuple[int, int]:
     """The varint at ``pos``: (value, next position). IndexError past the end, ValueError
     for a varint longer than 10 bytes."""
@@ -47,6 +50,9 @@ def read_long(buf: bytes, pos: int) -> tuple[int, int]:
         b = buf[pos]
         n |= (b & 0x7F) << shift
         if b < 0x80:
+            # A tenth byte carries bits past the 64 a long has: dropped, as fastavro's C
+            # reader drops them (a corrupt record reads as it does, never out of range).
+            n &= _U64
             return (n >> 1) ^ -(n & 1), pos + 1
         shift += 7
         if shift > 63:

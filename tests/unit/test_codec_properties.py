@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import fastavro
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streams.codec import AvroCodec, DecodeError
+from streams.codec.varint import read_long
 from streams.envelope import Envelope
 from streams.schemas import SchemaCatalog
 
@@ -184,3 +187,15 @@ def test_every_schema_in_the_catalog_round_trips(env: Envelope) -> None:
     if mode.backward and mode.forward and mode.transitive:  # FULL_TRANSITIVE: all read all
         for version in CATALOG.versions(env.type):
             assert CODEC.decode(value, headers, version=version).version == version
+
+
+@given(st.lists(st.integers(0x80, 0xFF), max_size=9), st.integers(0, 0x7F))
+def test_a_long_of_up_to_ten_bytes_reads_as_fastavro_reads_it(
+    continued: list[int], last: int
+) -> None:
+    """Bits a tenth byte carries past the 64 of a long are dropped by both (a corrupt
+    record reads the same, and never as a value out of a long's range)."""
+    raw = bytes([*continued, last])
+    value, end = read_long(raw, 0)
+    assert (value, end) == (fastavro.schemaless_reader(io.BytesIO(raw), "long", None), len(raw))
+    assert -(2**63) <= value < 2**63
