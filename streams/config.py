@@ -107,6 +107,19 @@ def redacted(settings: Mapping[str, object]) -> dict[str, object]:
     return {k: "[hidden]" if _SECRET.search(k) else v for k, v in settings.items()}
 
 
+FETCH_QUEUE_BACKOFF_MS = 5
+"""How soon a consumer whose prefetch is full asks for more once there is room again."""
+
+
+def bounded_prefetch(kbytes: int) -> dict[str, Any]:
+    """Consumer settings that keep at most about ``kbytes`` of fetched records in memory
+    without slowing the fetches down. librdkafka stops fetching while its queue is over the
+    bound and by default asks again a second later (``fetch.queue.backoff.ms``: 1000), so a
+    loop that drains a small queue quickly spends most of that second waiting: measured, a
+    4 MB queue capped the runtime's mirror at 48k records/s; 5 ms lets it read 110k-134k."""
+    return {"queued.max.messages.kbytes": kbytes, "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS}
+
+
 def client_config(
     bootstrap: str, settings: Mapping[str, Any] | None = None, **defaults: Any
 ) -> dict[str, Any]:

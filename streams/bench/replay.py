@@ -15,6 +15,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from streams.bench.bare_client import PAYLOAD_BYTES, produce_bare
 from streams.bench.core import BenchContext, Row, best_of
+from streams.config import bounded_prefetch
 from streams.replay import Cluster, parse_position_spec, plan_replay, replay
 from streams.replay.positions import TopicSelection
 
@@ -38,7 +39,7 @@ def bare_copy(bootstrap: str, source: str, target: str, count: int) -> float:
             "group.id": f"bench-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "fetch.max.bytes": 52_428_800,  # the same fetch settings as the replay's consumer
-            "queued.max.messages.kbytes": 65_536,
+            **bounded_prefetch(65_536),
         }
     )
     producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER})

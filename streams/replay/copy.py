@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, cast
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
+from streams.config import bounded_prefetch
 from streams.observability.tracing import tracing
 from streams.replay.cluster import Cluster
 from streams.replay.errors import CopyError, ReplayError, UnknownTopicError
@@ -142,7 +143,7 @@ def _consumer(cluster: Cluster) -> Consumer:
                 "isolation.level": "read_committed",
                 "auto.offset.reset": "earliest",
                 "fetch.max.bytes": 52_428_800,
-                "queued.max.messages.kbytes": 65_536,
+                **bounded_prefetch(65_536),
             }
         )
     )

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from streams.config import bounded_prefetch
 from streams.logs import get_logger
 from streams.state.base import Entry, LocalStorage
 from streams.state.changelog import decode_record
@@ -76,7 +77,7 @@ def restore_consumer(config: Mapping[str, Any], make: MakeConsumer | None = None
     return (make or Consumer)(
         {
             "group.id": f"streams-restore-{uuid.uuid4().hex[:8]}",
-            "queued.max.messages.kbytes": 16384,
+            **bounded_prefetch(16_384),
             "fetch.max.bytes": 16 * 1024 * 1024,
             "fetch.wait.max.ms": 50,  # the end of the partition shows up as an empty fetch
             **config,
