@@ -32,6 +32,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from streams.config import bounded_prefetch
 from streams.logs import get_logger
+from streams.pipeline.errors import transient
 from streams.state.base import Entry, LocalStorage
 from streams.state.changelog import decode_record
 from streams.state.errors import CorruptChangelogError, RestoreError
@@ -91,14 +92,23 @@ def restore_consumer(config: Mapping[str, Any], make: MakeConsumer | None = None
 
 
 def watermarks(consumer: Consumer, topic: str, partition: int, timeout: float) -> tuple[int, int]:
-    """``(low, high)`` offsets of ``topic[partition]`` (blocks on one broker request)."""
-    try:
-        low, high = consumer.get_watermark_offsets(
-            TopicPartition(topic, partition), timeout=timeout, cached=False
-        )
-    except KafkaException as exc:
-        raise RestoreError(f"cannot read the offsets of {topic}[{partition}]: {exc}") from exc
-    return int(low), int(high)
+    """``(low, high)`` offsets of ``topic[partition]``. Blocks on the broker; an error that
+    clears by itself (a changelog created a moment ago whose leader is not known yet, a
+    coordinator moving) is asked again until ``timeout``, any other raises RestoreError."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(
+                TopicPartition(topic, partition),
+                timeout=max(deadline - time.monotonic(), 0.1),
+                cached=False,
+            )
+        except KafkaException as exc:
+            if transient(exc.args[0]) and time.monotonic() < deadline:
+                time.sleep(0.1)  # the broker said: ask again once leadership has settled
+                continue
+            raise RestoreError(f"cannot read the offsets of {topic}[{partition}]: {exc}") from exc
+        return int(low), int(high)
 
 
 def restore_partition(
