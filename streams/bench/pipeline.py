@@ -8,9 +8,9 @@ Figures, all in one run on the same broker and the same input topic:
   last, watched from outside through the output topics' end offsets, so both are measured
   the same way. Every loop produces with the runtime's producer settings (``RuntimeConfig``:
   idempotent, ``acks=all``, ``linger.ms=5``, lz4, murmur2 partitioner), runs in its own
-  process and reads the same input topic; the bare loops consume with librdkafka's
-  defaults (the runtime bounds its prefetch, which is part of what it costs). What the bare
-  loop leaves out on purpose: decoding, delivery callbacks, commits;
+  process and reads the same input topic; the bare loops consume with the runtime's
+  prefetch settings (``relay_clients``). What the bare loop leaves out on purpose:
+  decoding, delivery callbacks, commits;
 - two rows to show where the time goes: the bare loop plus fastavro decoding and
   re-encoding each envelope (envelope record and payload, headers copied): what the Avro
   work alone costs a Python pipeline, done the plain way; and ``topology/mirror.py``
