@@ -23,9 +23,10 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaException, TopicPartition
 
+from streams.client_errors import transient
 from streams.coordinates import TP
 from streams.pipeline.crash_guard import GuardedPartition
-from streams.pipeline.errors import RuntimeFailure, transient, unavailable
+from streams.pipeline.errors import RuntimeFailure, unavailable
 from streams.pipeline.record import Record
 from streams.pipeline.step import Forward, Step
 

@@ -23,7 +23,8 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 
-from streams.pipeline.errors import BrokerUnavailable, DeliveryError, transient
+from streams.client_errors import transient
+from streams.pipeline.errors import BrokerUnavailable, DeliveryError
 from streams.pipeline.record import Output, Record
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Forward, Step

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from streams.client_errors import transient
 from streams.codec import Codec
 from streams.coordinates import TP
 from streams.failures.topics import ensure_failure_topics
@@ -49,7 +50,7 @@ from streams.observability.health import Health
 from streams.observability.server import InstanceServer, load_metrics
 from streams.pipeline.chain import Intake, build_chain
 from streams.pipeline.commit import Committer
-from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure, transient
+from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure
 from streams.pipeline.failure import (
     OnSkip,
     consumer_overrides,

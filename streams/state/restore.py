@@ -30,9 +30,9 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from streams.client_errors import transient
 from streams.config import bounded_prefetch
 from streams.logs import get_logger
-from streams.pipeline.errors import transient
 from streams.state.base import Entry, LocalStorage
 from streams.state.changelog import decode_record
 from streams.state.errors import CorruptChangelogError, RestoreError

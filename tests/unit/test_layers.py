@@ -18,6 +18,7 @@ LAYERS: list[set[str]] = [
     {
         "_lazy",
         "errors",
+        "client_errors",
         "timespec",
         "config",
         "logs",

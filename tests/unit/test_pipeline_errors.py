@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError
 
-from streams.pipeline.errors import transient
+from streams.client_errors import transient
 
 OUTAGE = [
     KafkaError._MSG_TIMED_OUT,

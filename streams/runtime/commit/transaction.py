@@ -27,14 +27,9 @@ from typing import Any, Protocol, cast
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from streams.client_errors import FENCED, transient
 from streams.coordinates import TP
-from streams.pipeline.errors import (
-    FENCED,
-    BrokerUnavailable,
-    RuntimeFailure,
-    transient,
-    unavailable,
-)
+from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure, unavailable
 from streams.pipeline.produce import Producer
 from streams.runtime.commit.checkpoint import ensure_changelogs, restore
 from streams.runtime.commit.context import CommitContext

@@ -1,0 +1,50 @@
+"""Which errors of a Kafka client clear by themselves.
+
+``transient(err)`` says whether a client error clears when the broker answers again
+(transport failure, all brokers down, a timeout, a coordinator or a partition's leader
+moving, an abortable transaction error). Fencing, authorization and other fatal errors
+are not transient. The lowest layer's: the record path, the runtime and the stores'
+restores all ask it.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError
+
+_TRANSIENT = frozenset(
+    {
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._TIMED_OUT,
+        KafkaError._TIMED_OUT_QUEUE,
+        KafkaError._WAIT_COORD,
+        KafkaError._RESOLVE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NETWORK_EXCEPTION,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.CONCURRENT_TRANSACTIONS,
+    }
+)
+FENCED = frozenset(
+    {
+        KafkaError._FENCED,
+        getattr(KafkaError, "PRODUCER_FENCED", -1),
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    }
+)
+"""Another producer with the same ``transactional.id`` took over: never transient."""
+
+
+def transient(err: KafkaError) -> bool:
+    """True for errors that clear when the broker answers again."""
+    code = err.code()
+    if code in FENCED:
+        return False
+    if err.txn_requires_abort():
+        return True
+    return code in _TRANSIENT or (err.retriable() and not err.fatal())
