@@ -7,9 +7,10 @@ the same order with the same keys: as Streams envelopes, and as plain schemaless
 the payload. Every figure is records/s from the first output to the last, seen from
 outside through the output topics' end offsets; every loop runs in its own process with
 the runtime's producer settings; the loops alternate over three rounds and each keeps its
-best run (``best_of``), so a busy moment of the machine does not land on one side of a
-ratio (three rounds: with two, the exactly-once ratio moved between 0.82 and 1.00 in one
-day's runs, as a single run of either side moves by 10-15% on this machine). Rows:
+best run (``alternate``, ``best``; the notes list every run), so a busy moment of the
+machine does not land on one side of a ratio (three rounds: with two, the exactly-once
+ratio moved between 0.82 and 1.00 in one day's runs, as a single run of either side
+moves by 10-15% on this machine). Rows:
 
 - the bare byte-copy loop (consume, produce the bytes unchanged): the machine's ceiling;
 - the **reference**: a bare confluent-kafka loop on the plain Avro input doing the job by
@@ -43,6 +44,7 @@ from streams.bench.core import (
     BenchContext,
     Row,
     alternate,
+    best,
     drop_app_topics,
     latency_rows,
     peak_rss_of,
@@ -247,9 +249,9 @@ def run(ctx: BenchContext) -> list[Row]:
         }
         rounds = 1 if ctx.quick else ROUNDS
         rates = alternate(rounds, runs)
-    best = {key: max(each) for key, each in rates.items()}
-    copy, reference, wire = best["copy"], best["reference"], best["wire"]
-    alos_rate, eos, mirror, rss = best["alos"], best["eos"], best["mirror"], max(peaks)
+    top = best(rates)
+    copy, reference, wire = top["copy"], top["reference"], top["wire"]
+    alos_rate, eos, mirror, rss = top["alos"], top["eos"], top["mirror"], max(peaks)
     note = (
         f"{n:,} orders ({n - unique:,} sent twice), {PARTITIONS} partitions, "
         f"best of {rounds} alternating runs"
