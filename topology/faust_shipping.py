@@ -24,8 +24,7 @@ from typing import Any
 
 import faust
 
-from streams.admin import admin_client, create_topic
-from streams.failures.topics import partition_count
+from streams.cluster import admin_client, create_topic, partition_count
 from streams.faust import EnvelopeSchema, ensure_dead_letter_topic, envelope_topic, follow
 from streams.schemas import default_catalog
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import admin_client, create_topic, delete_app_topics, delete_topics
+from streams.cluster import Topics, admin_client, create_topic, delete_app_topics, delete_topics
 from streams.config import bounded_prefetch
 from streams.runtime import RuntimeConfig
 from streams.runtime.config import PREFETCH_KBYTES
@@ -226,7 +226,7 @@ def start_instance(
     ``streams run`` on them (``args``: more options; ``launcher``: how Python starts the
     command, e.g. with tracing set up first). Returns the process and the outputs."""
     topology = load_topology(path, app_id=app_id, params={"input": source})
-    prepare_topics(ctx.admin, topology)
+    prepare_topics(Topics(ctx.admin), topology)
     cmd = [sys.executable, *launcher, "run", str(path), "--app-id", app_id]
     cmd += ["--set", f"input={source}", "--bootstrap", ctx.bootstrap, "--no-status", *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -33,6 +33,7 @@ from streams.bench.core import (
     stop_process,
     watch_outputs,
 )
+from streams.cluster import Topics
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.examples import example_path
@@ -62,7 +63,7 @@ def _rate(ctx: BenchContext, path: Path, source: str, guarantee: str, state_dir:
     """Envelopes/s of one instance of ``path`` over the whole input."""
     app_id = unique_topic_name(f"bench-{path.stem}")
     topology = load_topology(path, app_id=app_id, params={"input": source})
-    prepare_topics(ctx.admin, topology)
+    prepare_topics(Topics(ctx.admin), topology)
     outputs = topology.topics_written
     cmd = [sys.executable, "-m", "streams", "run", str(path), "--app-id", app_id]
     cmd += ["--set", f"input={source}", "--bootstrap", ctx.bootstrap, "--no-status"]

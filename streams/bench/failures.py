@@ -19,9 +19,9 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from streams.admin import delete_topics
 from streams.bench.bare_client import PRODUCER_CONFIG, produce_bare
 from streams.bench.core import BenchContext, Row
+from streams.cluster import Topics, delete_topics
 from streams.failures.dlq import read_dlq
 from streams.failures.handler import Decision, FailureHandler
 from streams.failures.headers import SourcePosition
@@ -152,7 +152,7 @@ def run(ctx: BenchContext) -> list[Row]:
     # its key's records for the run (no retry is consumed here), changing the work done.
     unordered = RetryPolicy.parse("1s, 30s", ordered=False)
     tiers = FailureTopics.for_input(app, source, ordered)
-    ensure_failure_topics(ctx.admin, tiers)
+    ensure_failure_topics(Topics(ctx.admin), tiers)
     try:
         bare = n / _relay(ctx.bootstrap, source, target, n)
         clean = n / _relay(ctx.bootstrap, source, target, n, handler=FailureHandler(app, ordered))

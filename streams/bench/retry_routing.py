@@ -14,9 +14,9 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
-from streams.admin import delete_topics
 from streams.bench.core import PARTITIONS, BenchContext, Row, stop_process, watch_outputs
 from streams.bench.pipeline import produce_orders  # the same input as pipeline
+from streams.cluster import Topics, delete_topics
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.examples import example_path
@@ -42,7 +42,7 @@ def _rate(ctx: BenchContext, source: str, retry: str) -> float:
     app_id = unique_topic_name("bench-pay")
     params = {"input": source, "retry": retry}
     topology = load_topology(PAYMENTS, app_id=app_id, params=params)
-    prepare_topics(ctx.admin, topology)
+    prepare_topics(Topics(ctx.admin), topology)
     owned = list(topology.topics_written)
     if topology.retry is not None:
         owned += FailureTopics.for_input(app_id, source, topology.retry).all

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from streams.bench.core import BenchContext, Row, drop_app_topics
+from streams.cluster import Topics
 from streams.codec import AvroCodec
 from streams.runtime import Runtime, RuntimeConfig
 from streams.runtime.topics import prepare_topics
@@ -69,7 +70,7 @@ def profile(ctx: BenchContext, path: Path, source: str, count: int, state_dir: s
     timers = Timers()
     app_id = unique_topic_name("bench-stages")
     topology = load_topology(path, app_id=app_id, params={"input": source})
-    prepare_topics(ctx.admin, topology)
+    prepare_topics(Topics(ctx.admin), topology)
     first = Dedup.first
     Dedup.first = timers.wrap("state", first)  # type: ignore[method-assign]
     try:

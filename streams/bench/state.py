@@ -33,6 +33,7 @@ from typing import Any
 from confluent_kafka import KafkaError, Producer, TopicPartition
 
 from streams.bench.core import BenchContext, Row, drop_app_topics
+from streams.cluster import Topics
 from streams.state import (
     Backend,
     ChangelogStore,
@@ -122,7 +123,7 @@ def _dedup_rate(ctx: BenchContext, app: str, backend: Backend, state_dir: str) -
         app, consumer_config={"bootstrap.servers": ctx.bootstrap}, state_dir=state_dir
     )
     manager.add_store(STORE, backend, source_topic="orders")
-    manager.ensure_changelogs(ctx.admin, {"orders": 1})
+    manager.ensure_changelogs(Topics(ctx.admin), {"orders": 1})
     manager.assign("orders", 0, committed_offset=None)
     producer = Producer(
         {"bootstrap.servers": ctx.bootstrap, "linger.ms": 5, "enable.idempotence": True}
@@ -178,7 +179,7 @@ def run(ctx: BenchContext) -> list[Row]:
     tail = n // 100
     app = f"bench-{uuid.uuid4().hex[:8]}"
     topic = changelog_topic(app, STORE)
-    ensure_changelog_topic(ctx.admin, topic, partitions=1)
+    ensure_changelog_topic(Topics(ctx.admin), topic, partitions=1)
     try:
         _produce_entries(ctx.bootstrap, topic, 0, n)
         with tempfile.TemporaryDirectory(prefix="streams-bench-state-") as state_dir:

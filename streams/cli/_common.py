@@ -62,6 +62,20 @@ console = Console(markup=False)
 err_console = Console(stderr=True, markup=False)
 
 
+def _replicas(value: int) -> int:
+    if value == 0 or value < -1:
+        raise typer.BadParameter("a count of replicas (1 or more), or -1 for the cluster's default")
+    return value
+
+
+def replication_option(help: str) -> Any:
+    """``--replication-factor N`` (``-r``): -1, the default, is the cluster's
+    ``default.replication.factor``; 0 and other negatives are refused."""
+    return typer.Option(
+        -1, "--replication-factor", "-r", metavar="N", callback=_replicas, help=help
+    )
+
+
 def print_json(payload: Any) -> None:
     typer.echo(json.dumps(payload, indent=2, sort_keys=False))
 

@@ -29,6 +29,7 @@ from streams.cli._common import (
     BootstrapOpt,
     ConfigFileOpt,
     SchemasOpt,
+    replication_option,
     use_schemas,
 )
 from streams.cli.describe import AppIdOpt, FileArg, SetOpt, parse_params
@@ -152,6 +153,10 @@ OrderingOpt = typer.Option(
     help="What records in flight at once keep in order: one at a time per key (the "
     "default), per partition, or none.",
 )
+ReplicationOpt = replication_option(
+    "Replicas of every topic the app creates (outputs, retry tiers, DLQs, changelogs, "
+    "repartition topics); default -1: the cluster's default.replication.factor."
+)
 JsonRunOpt = typer.Option(
     False,
     "--json",
@@ -184,6 +189,7 @@ def run(  # noqa: PLR0917 - a command's options
     deliveries: int | None = DeliveriesOpt,
     concurrency: int | None = ConcurrencyOpt,
     ordering: str | None = OrderingOpt,
+    replication_factor: int = ReplicationOpt,
     as_json: bool = JsonRunOpt,
 ) -> None:
     """Run a topology until Ctrl-C or SIGTERM: consume its sources, process, write its
@@ -215,6 +221,7 @@ def run(  # noqa: PLR0917 - a command's options
         args += ["--deliveries", str(deliveries)] if deliveries else []
         args += ["--concurrency", str(concurrency)] if concurrency else []
         args += ["--ordering", ordering] if ordering else []
+        args += ["--replication-factor", str(replication_factor)]
         ports = {"--metrics-port": metrics_port, "--query-port": query_port}
         raise typer.Exit(_supervise(args, instances, ports))
     config = instance_config(
@@ -231,6 +238,7 @@ def run(  # noqa: PLR0917 - a command's options
         metrics_port=metrics_port,
         query_port=query_port,
         advertise=advertised(advertise, query_port),
+        replication_factor=replication_factor,
     )
     started = time.monotonic()
     runtime = run_instance(topology, config, live=status)

@@ -21,6 +21,7 @@ from streams.cli._common import (
     console,
     fail,
     print_json,
+    replication_option,
 )
 from streams.config import client_settings
 from streams.replay import Cluster
@@ -118,12 +119,8 @@ def describe_command(  # noqa: PLR0917 - a command's options
 def create_command(  # noqa: PLR0917 - a command's options
     topic: str = TopicArg,
     partitions: int = typer.Option(1, "--partitions", "-p", min=1, help="Number of partitions."),
-    replication_factor: int = typer.Option(
-        -1,
-        "--replication-factor",
-        "-r",
-        min=-1,
-        help="Replicas of each partition (default -1: the broker's default.replication.factor).",
+    replication_factor: int = replication_option(
+        "Replicas of each partition (default -1: the cluster's default.replication.factor)."
     ),
     topic_configs: list[str] = TopicConfigOpt,
     if_not_exists: bool = typer.Option(
@@ -140,9 +137,6 @@ def create_command(  # noqa: PLR0917 - a command's options
     Creating a topic that exists is an error unless --if-not-exists; with it, the topic
     is left as it is, even when its partitions or configs differ from the options.
     """
-    if replication_factor == 0:
-        raise typer.BadParameter("must be -1 (the broker's default) or at least 1",
-                                 param_hint="--replication-factor")  # fmt: skip
     created = tools.create(
         _cluster(bootstrap, timeout, config_file, client),
         topic,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.text import Text
 
-from streams.admin import admin_client, create_topic
+from streams.cluster import Topics, admin_client, create_topic
 from streams.examples import example_path
 from streams.runtime.topics import prepare_topics
 from streams.topology import Topology, load_topology
@@ -53,7 +53,7 @@ class DemoContext:
         app_id = f"{self.prefix}-{app}"
         params = {"input": name, **params}
         topology = load_topology(example_path(example), app_id=app_id, params=params)
-        prepare_topics(admin, topology)
+        prepare_topics(Topics(admin), topology)
         return topology, name
 
 

@@ -17,7 +17,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 
-from streams.admin import admin_client, create_topic
+from streams.cluster import admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
 from streams.envelope import Envelope

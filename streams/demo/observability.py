@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 
-from streams.admin import admin_client, create_topic
+from streams.cluster import Topics, admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
 from streams.demo.running import running
@@ -98,7 +98,7 @@ def _stall(ctx: DemoContext) -> None:
     flow = b.source(source, type="order.placed", version=2).map(lookup, name="lookup")
     flow.to(owned("out"), type="order.placed", version=2)
     topology = b.build(default_catalog())
-    prepare_topics(admin, topology)
+    prepare_topics(Topics(admin), topology)
     placed = [_order(n) for n in range(5)]
     produce_envelopes(ctx.bootstrap, source, placed, AvroCodec(default_catalog()))
     config = RuntimeConfig(bootstrap=ctx.bootstrap, metrics_port=0, stall_after_s=1.0)

@@ -13,7 +13,7 @@ import time
 
 from confluent_kafka import Producer
 
-from streams.admin import admin_client, create_topic
+from streams.cluster import admin_client, create_topic
 from streams.demo.context import DemoContext
 from streams.replay.cluster import Cluster
 from streams.replay.copy import replay

@@ -11,7 +11,7 @@ import time
 
 from confluent_kafka import Consumer, Producer
 
-from streams.admin import admin_client, create_topic
+from streams.cluster import admin_client, create_topic
 from streams.demo.context import DemoContext
 
 

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.text import Text
 
-from streams.admin import admin_client, delete_app_topics
 from streams.broker import LocalBroker
+from streams.cluster import admin_client, delete_app_topics
 from streams.config import external_bootstrap
 from streams.demo.concurrency import step_concurrency
 from streams.demo.context import DemoContext, step_line

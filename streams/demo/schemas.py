@@ -14,7 +14,7 @@ import uuid
 
 from confluent_kafka import Consumer, Producer
 
-from streams.admin import admin_client, create_topic
+from streams.cluster import admin_client, create_topic
 from streams.codec.avro import AvroCodec
 from streams.demo.context import DemoContext
 from streams.envelope import Envelope

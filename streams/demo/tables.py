@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 
-from streams.admin import admin_client, create_topic
+from streams.cluster import admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
 from streams.demo.running import running

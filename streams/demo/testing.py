@@ -8,7 +8,7 @@ wait for the missing record returns instead of timing out.
 
 from __future__ import annotations
 
-from streams.admin import admin_client, create_topic
+from streams.cluster import admin_client, create_topic
 from streams.demo.context import DemoContext
 from streams.testing.docker_daemon import default_image, docker_unavailable_reason
 from streams.testing.produce import produce_records

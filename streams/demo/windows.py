@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
-from streams.admin import admin_client, create_topic
+from streams.cluster import admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
 from streams.demo.running import running

@@ -11,10 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
-
-from streams.admin import TopicError, create_topic
+from streams.cluster import TopicError, Topics
 from streams.failures.errors import FailureTopicError
 from streams.failures.policy import RetryPolicy
 
@@ -81,32 +78,19 @@ class FailureTopics:
         return self.retries[tier - 1]
 
 
-def partition_count(admin: AdminClient, topic: str, timeout: float = 30.0) -> int:
-    """The partition count of an existing topic. Raises ``FailureTopicError`` when absent."""
-    try:
-        metadata = admin.list_topics(topic, timeout=timeout)
-    except KafkaException as exc:
-        raise FailureTopicError(f"cannot describe topic {topic!r}: {exc}") from exc
-    info = metadata.topics.get(topic)
-    if info is None or info.error is not None or not info.partitions:
-        reason = info.error.str() if info is not None and info.error is not None else "not found"
-        raise FailureTopicError(f"cannot describe topic {topic!r}: {reason}")
-    return len(info.partitions)
-
-
 DLQ_CONFIG = {"retention.ms": "-1"}
 """A DLQ keeps its records until someone deletes them: expiry would drop them silently."""
 
 
 def ensure_failure_topics(
-    admin: AdminClient,
+    cluster: Topics,
     topics: FailureTopics,
     *,
     retry_config: Mapping[str, str] | None = None,
     dlq_config: Mapping[str, str] | None = None,
-    timeout: float = 30.0,
 ) -> FailureTopics:
-    """Create the retry tiers and the DLQ of ``topics.topic`` with its partition count.
+    """Create the retry tiers and the DLQ of ``topics.topic`` with its partition count
+    (and ``cluster``'s replication factor: a DLQ outlives a broker's loss on a cluster).
 
     The DLQ gets ``DLQ_CONFIG`` (no time-based expiry) under ``dlq_config``; retry tiers
     get the broker defaults under ``retry_config``. Blocks until the controller confirms.
@@ -114,17 +98,17 @@ def ensure_failure_topics(
     ``FailureTopicError`` (records would change partition, and per-key order through
     retries would be lost).
     """
-    partitions = partition_count(admin, topics.topic, timeout)
-    for name in topics.all:
-        config = {**DLQ_CONFIG, **(dlq_config or {})} if name == topics.dlq else retry_config
-        try:
-            create_topic(admin, name, partitions, config, exist_ok=True, timeout=timeout)
-        except TopicError as exc:
-            raise FailureTopicError(str(exc)) from exc
-        found = partition_count(admin, name, timeout)
-        if found != partitions:
-            raise FailureTopicError(
-                f"topic {name!r} has {found} partitions but its input {topics.topic!r} has "
-                f"{partitions}: delete it or give it the same count"
-            )
+    try:
+        partitions = cluster.partition_count(topics.topic)
+        for name in topics.all:
+            config = {**DLQ_CONFIG, **(dlq_config or {})} if name == topics.dlq else retry_config
+            cluster.ensure(name, partitions, config)
+            found = cluster.partition_count(name)
+            if found != partitions:
+                raise FailureTopicError(
+                    f"topic {name!r} has {found} partitions but its input {topics.topic!r} "
+                    f"has {partitions}: delete it or give it the same count"
+                )
+    except TopicError as exc:
+        raise FailureTopicError(str(exc)) from exc
     return topics

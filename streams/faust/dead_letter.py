@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Mapping as MappingABC
 from typing import Any
 
-from streams.admin import admin_client
+from streams.cluster import Topics, admin_client
 from streams.failures.headers import Header, SourcePosition, Stage
 from streams.failures.policy import RetryPolicy
 from streams.failures.routing import FailedRecord, FailureRouter, Route
@@ -89,5 +89,5 @@ def ensure_dead_letter_topic(
     ``FailureTopicError`` when ``topic`` is missing or the DLQ has another partition count.
     """
     topics = FailureTopics(app_id, topic, retries=(), dlq=dlq_topic(app_id, topic))
-    ensure_failure_topics(admin_client(bootstrap, settings), topics, timeout=timeout)
+    ensure_failure_topics(Topics(admin_client(bootstrap, settings), timeout=timeout), topics)
     return topics.dlq

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from streams.admin import create_topic
+from streams.cluster import create_topic
 from streams.errors import StreamsError
 from streams.replay import lag
 from streams.replay.cluster import Cluster

@@ -43,7 +43,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_END, KafkaError, KafkaException, TopicPartition
 
-from streams.admin import create_topic
+from streams.cluster import create_topic
 from streams.codec import AvroCodec, Codec, DecodeError
 from streams.config import client_config
 from streams.envelope import Envelope

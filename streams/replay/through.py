@@ -100,7 +100,8 @@ def replay_through(
         raise ReplayError(
             f"app id {app_id!r} already has committed offsets: reprocess under a new --app-id"
         )
-    prepare_topics(cluster.admin, topology)
+    cfg = config or RuntimeConfig(bootstrap=cluster.bootstrap, client=cluster.settings)
+    prepare_topics(cfg.topics(cluster.admin), topology)
     cluster.alter_committed(app_id, start_offsets(cluster, plan, topology))
     ends = {(plan.topic, r.partition): r.end for r in plan.ranges if r.size > 0}
     started = time.perf_counter()
@@ -118,7 +119,6 @@ def replay_through(
         if all(committed.get(tp, -1) >= end for tp, end in ends.items()):
             runtime.stop()
 
-    cfg = config or RuntimeConfig(bootstrap=cluster.bootstrap, client=cluster.settings)
     runtime = Runtime(topology, cfg, on_tick=tick, intake=[lambda step: PastTheEnd(step, ends)])
     runtime.run()
     committed = cluster.committed(app_id, [(plan.topic, r.partition) for r in plan.ranges])

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, Producer, ShareConsumer
 
-from streams.admin import admin_client
+from streams.cluster import admin_client
 
 
 class Clients(Protocol):

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from streams.cluster import Topics
 from streams.config import bounded_prefetch, client_config
 
 PREFETCH_KBYTES = 2_048
@@ -55,6 +56,14 @@ class RuntimeConfig:
     buffered_per_partition: int = 1_000
     # Exactly-once: how long an open transaction of a dead instance blocks readers at most.
     transaction_timeout_ms: int = 10_000
+    # Replicas of every topic the instance creates (outputs, retry tiers, DLQs, changelogs,
+    # repartition topics); -1: the cluster's default.replication.factor (Kafka Streams'
+    # replication.factor since 3.0), so a three-node cluster's topics outlive a node.
+    replication_factor: int = -1
+
+    def topics(self, admin: Any) -> Topics:
+        """The door through which the instance creates and sizes its topics."""
+        return Topics(admin, self.replication_factor, self.shutdown_timeout_s)
 
     def consumer_config(self, group_id: str) -> dict[str, Any]:
         defaults = {

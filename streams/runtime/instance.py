@@ -6,7 +6,7 @@ import gc
 from collections.abc import Callable
 from typing import Any
 
-from streams.admin import admin_client
+from streams.cluster import admin_client
 from streams.pipeline.stats import Stats
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.runner import Runtime
@@ -30,7 +30,7 @@ def run_instance(
     ``status_interval_s``. A topology on a share group runs as a ``ShareRuntime`` worker.
     Returns the stopped runtime (its counters, for a summary).
     Raises RuntimeFailure (and MissingTopicError) like ``Runtime.run``."""
-    prepare_topics(admin_client(config.bootstrap, config.client), topology)
+    prepare_topics(config.topics(admin_client(config.bootstrap, config.client)), topology)
     reporter = StatusReporter(topology.app_id, live=live, interval_s=config.status_interval_s)
 
     def tick(stats: Stats) -> None:

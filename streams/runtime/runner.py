@@ -152,7 +152,7 @@ class Runtime:
         if self.metrics is not None:
             consumer_config.update(self.metrics.client_settings("consumer"))
         self._outage: KafkaError | None = None
-        self._admin = clients.admin()
+        self._topics = config.topics(clients.admin())
         self._consumer = consumer = clients.consumer(consumer_config)
         self._sink = sink = OutputSink(make_producer())
         self._partitions = partitions = Partitions(
@@ -165,7 +165,7 @@ class Runtime:
         if config.stall_after_s > 0:
             intake = (*intake, ends.step)
         context = CommitContext(
-            consumer, self._admin, sink, make_producer, partitions, config.shutdown_timeout_s, log
+            consumer, self._topics, sink, make_producer, partitions, config.shutdown_timeout_s, log
         )
         self._committer = committer = make_committer(context, state, tid)
         if self.metrics is not None:
@@ -190,7 +190,7 @@ class Runtime:
             max_held=config.buffered_per_partition,
         )
         self._committer = committer = self._chain.committer  # with concurrency, wrapped
-        self._tables = Tables(topology, state, self.plan.payloads, self._partition_count)
+        self._tables = Tables(topology, state, self.plan.payloads, self._topics.partition_count)
         gate = self._chain.gate
         if gate is not None:  # a retry tier held until its head is due: waiting, not stalled
             ends.waiting = gate.is_held
@@ -332,17 +332,13 @@ class Runtime:
     def _answer(self, table: str, key: str) -> tuple[int, dict[str, Any]]:
         return self._tables.answer(table, key)
 
-    def _partition_count(self, topic: str) -> int:
-        metadata = self._admin.list_topics(topic, timeout=self.config.shutdown_timeout_s)
-        return len(metadata.topics[topic].partitions)
-
     def start(self) -> None:
         """Before the first turn: create the retry tiers and DLQs, prepare commits (changelog
         topics, the first transaction), subscribe. Blocks on the broker; on failure
         everything the instance holds is released before the error propagates."""
         try:
             for topics in failure_topics(self.topology):
-                ensure_failure_topics(self._admin, topics)
+                ensure_failure_topics(self._topics, topics)
             if self._state is not None:
                 self._state.start()
             self._committer.start()

@@ -85,6 +85,7 @@ class ShareRuntime:
             )
         clients = clients or KafkaClients(config.bootstrap, config.client)
         self._admin = clients.admin()
+        self._topics = config.topics(self._admin)
         self._sink = sink = OutputSink(clients.producer(config.producer_config()))
         self._consumer = consumer = clients.share_consumer(
             config.share_consumer_config(topology.app_id)
@@ -126,7 +127,7 @@ class ShareRuntime:
     def start(self) -> None:
         """Create the DLQs, start the group at the earliest offset when new, subscribe."""
         for topics in failure_topics(self.topology):
-            ensure_failure_topics(self._admin, topics)
+            ensure_failure_topics(self._topics, topics)
         reset = ConfigEntry(
             "share.auto.offset.reset",
             self.config.auto_offset_reset,

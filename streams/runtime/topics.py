@@ -3,20 +3,20 @@ are created."""
 
 from __future__ import annotations
 
-from confluent_kafka.admin import AdminClient
-
-from streams.admin import create_topic
+from streams.cluster import Topics
 from streams.runtime.errors import CoPartitionError, MissingTopicError
 from streams.topology import Topology
 from streams.topology.tables import copartition_problems
 
 
-def prepare_topics(admin: AdminClient, topology: Topology, timeout_s: float = 30.0) -> int:
+def prepare_topics(topics: Topics, topology: Topology) -> int:
     """Check the source topics exist and create missing owned topics with as many
     partitions as the widest source (so keys keep their partition count). Returns that
     partition count. Raises MissingTopicError naming a source topic that does not exist
-    (an owned topic the topology reads, such as a repartition topic, is created)."""
-    metadata = admin.list_topics(timeout=timeout_s)
+    (an owned topic the topology reads, such as a repartition topic, is created). Owned
+    topics get ``topics``' replication factor; one that exists is kept (with a WARNING when
+    it has fewer replicas)."""
+    metadata = topics.admin.list_topics(timeout=topics.timeout)
     widest = 1
     ours = {o.name for o in topology.owned_topics}
     internal: set[str] = set()  # read, but owned and not there yet: created below
@@ -36,6 +36,5 @@ def prepare_topics(admin: AdminClient, topology: Topology, timeout_s: float = 30
     if problems:
         raise CoPartitionError("; ".join(problems))
     for owned in topology.owned_topics:
-        if owned.name not in metadata.topics:
-            create_topic(admin, owned.name, partitions=widest, config=owned.config, exist_ok=True)
+        topics.ensure(owned.name, widest, owned.config)
     return widest

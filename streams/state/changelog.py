@@ -28,7 +28,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 
-from streams.admin import TopicError, create_topic
+from streams.cluster import TopicError, TopicNotFoundError, Topics
 from streams.state.base import NEVER, Entry
 from streams.state.errors import (
     ChangelogCompactionError,
@@ -153,44 +153,30 @@ def decode_record(
 
 
 def ensure_changelog_topic(
-    admin: AdminClient, topic: str, partitions: int, *, create: bool = True, timeout: float = 30.0
+    cluster: Topics, topic: str, partitions: int, *, create: bool = True
 ) -> bool:
     """Make sure ``topic`` can back a store whose input has ``partitions`` partitions.
 
-    Creates it (compacted, ``partitions`` partitions) when missing and ``create``; returns
-    True when it created it. Blocks on the admin API (up to ``timeout`` per request).
+    Creates it (compacted, ``partitions`` partitions, ``cluster``'s replication factor)
+    when missing and ``create``; returns True when it created it. Blocks on the admin API
+    (up to ``cluster.timeout`` per request).
     Raises :class:`ChangelogPartitionCountError` or :class:`ChangelogCompactionError` for
     an existing topic that does not fit, :class:`ChangelogTopicError` when it is missing and
     ``create`` is false or the broker cannot be asked.
     """
-    actual = _partition_count(admin, topic, timeout)
-    created = False
-    if actual is None:
-        if not create:
-            raise ChangelogTopicError(f"changelog topic {topic!r} does not exist")
-        try:
-            create_topic(admin, topic, partitions, CHANGELOG_CONFIG, exist_ok=True, timeout=timeout)
-        except TopicError as exc:
-            raise ChangelogTopicError(str(exc)) from exc
-        created = True
-        actual = _partition_count(admin, topic, timeout) or partitions
+    try:
+        created = create and cluster.ensure(topic, partitions, CHANGELOG_CONFIG)
+        actual = cluster.partition_count(topic)
+    except TopicNotFoundError as exc:
+        raise ChangelogTopicError(f"changelog topic {topic!r} does not exist") from exc
+    except TopicError as exc:
+        raise ChangelogTopicError(str(exc)) from exc
     if actual != partitions:
         raise ChangelogPartitionCountError(topic, actual, partitions)
-    policy = _cleanup_policy(admin, topic, timeout)
+    policy = _cleanup_policy(cluster.admin, topic, cluster.timeout)
     if "compact" not in {p.strip() for p in policy.split(",")}:
         raise ChangelogCompactionError(topic, policy)
     return created
-
-
-def _partition_count(admin: AdminClient, topic: str, timeout: float) -> int | None:
-    try:
-        meta = admin.list_topics(topic=topic, timeout=timeout)
-    except KafkaException as exc:
-        raise ChangelogTopicError(f"cannot describe changelog topic {topic!r}: {exc}") from exc
-    described = meta.topics.get(topic)
-    if described is None or described.error is not None:
-        return None
-    return len(described.partitions)
 
 
 def _cleanup_policy(admin: AdminClient, topic: str, timeout: float) -> str:

@@ -2,7 +2,7 @@
 
 The runtime calls, in this order (each blocks as said; each raises a ``StateError``):
 
-* ``ensure_changelogs(admin, {source_topic: partitions})`` once before subscribing: creates
+* ``ensure_changelogs(cluster, {source_topic: partitions})`` once before subscribing: creates
   or validates every changelog topic; a wrong one raises ``ChangelogTopicError`` and
   nothing is processed.
 * ``assign(topic, partition, committed_offset)`` on assignment, before processing the
@@ -23,8 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient
-
+from streams.cluster import Topics
 from streams.state.base import Backend, ChangelogProducer
 from streams.state.errors import StateError
 from streams.state.restore import MakeConsumer, RestoreProgress
@@ -77,13 +76,13 @@ class StateManager:
     def _fed_by(self, topic: str) -> list[ChangelogStore]:
         return [s for s in self.stores.values() if s.source_topic == topic]
 
-    def ensure_changelogs(self, admin: AdminClient, partitions: Mapping[str, int]) -> None:
+    def ensure_changelogs(self, cluster: Topics, partitions: Mapping[str, int]) -> None:
         """Create or validate each store's changelog; ``partitions`` per source topic."""
         for store in self.stores.values():
             topic = store.source_topic or ""
             if topic not in partitions:
                 raise StateError(f"store {store.name!r}: no partition count for {topic!r}")
-            store.ensure_changelog(admin, partitions[topic])
+            store.ensure_changelog(cluster, partitions[topic])
 
     def assign(self, topic: str, partition: int, committed_offset: int | None) -> None:
         """Open every store fed by ``topic`` for ``partition`` (restoring; blocks)."""

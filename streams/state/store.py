@@ -2,7 +2,7 @@
 
 The contract with the runtime, per store and per assigned input partition ``p``:
 
-1. ``store.ensure_changelog(admin, input_partitions)`` once at start: creates
+1. ``store.ensure_changelog(cluster, input_partitions)`` once at start: creates
    ``<app>-<store>-changelog`` (compacted, as many partitions as the input) or raises a
    :class:`~streams.state.errors.ChangelogTopicError` when it exists and does not fit.
 2. ``part = store.open(p, committed_offset)`` on assignment, before any record of ``p`` is
@@ -55,8 +55,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from confluent_kafka.admin import AdminClient
-
+from streams.cluster import Topics
 from streams.logs import get_logger
 from streams.state.base import Backend, ChangelogProducer, Entry, LocalStorage
 from streams.state.changelog import (
@@ -428,11 +427,9 @@ class ChangelogStore:
         self._open: dict[int, ChangelogPartition] = {}
         self._kept: dict[int, tuple[LocalStorage, Checkpoint]] = {}
 
-    def ensure_changelog(self, admin: AdminClient, input_partitions: int) -> bool:
+    def ensure_changelog(self, cluster: Topics, input_partitions: int) -> bool:
         """Create or validate the changelog topic (see ``ensure_changelog_topic``)."""
-        return ensure_changelog_topic(
-            admin, self.changelog_topic, input_partitions, timeout=self.timeout
-        )
+        return ensure_changelog_topic(cluster, self.changelog_topic, input_partitions)
 
     def partition_dir(self, partition: int) -> Path:
         return self.state_dir / self.app / self.name / str(partition)

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import admin_client, delete_app_topics
 from streams.broker import LocalBroker, free_port
+from streams.cluster import admin_client, delete_app_topics
 from streams.config import BOOTSTRAP_ENV, external_bootstrap
 from streams.errors import StreamsError
 from streams.testing.docker_daemon import docker_unavailable_reason

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import create_topic, delete_topics
+from streams.cluster import create_topic, delete_topics
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
 

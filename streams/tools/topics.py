@@ -3,7 +3,7 @@
 Every function blocks for at most a few ``Cluster.timeout`` periods and raises a
 ``StreamsError`` with a one-line message: ``ClusterError`` for a cluster that cannot be
 reached, ``UnknownTopicError`` for a topic it lacks, ``TopicExistsError``/``TopicError``
-(``streams.admin``) for a creation or deletion the broker refused.
+(``streams.cluster``) for a creation or deletion the broker refused.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from confluent_kafka.admin import ConfigSource  # type: ignore[attr-defined]
 
-from streams.admin import TopicExistsError, create_topic, delete_topics
+from streams.cluster import TopicExistsError, create_topic, delete_topics
 from streams.config import parse_key_values
 from streams.replay.cluster import Cluster
 from streams.replay.errors import UnknownTopicError

@@ -20,6 +20,11 @@ from streams.topology.nodes import (
 from streams.topology.topology import Topology
 from streams.topology.windows import AnyWindows, Sessions, Windows
 
+CREATED_NOTE = (
+    "created topics (owned, retry tiers, DLQs, changelogs) take the cluster's "
+    "default.replication.factor (streams run --replication-factor N)"
+)
+
 
 def _what(t: Topology, node: Node) -> str:
     if isinstance(node, SourceNode | SinkNode):
@@ -71,6 +76,7 @@ def describe_text(t: Topology) -> str:
     lines.append(f"  written: {', '.join(written) or '-'}")
     owned = [f"{o.name} ({o.purpose})" for o in t.owned_topics]
     lines.append(f"  owned:   {', '.join(owned) or '-'}")
+    lines.append(f"  {CREATED_NOTE}")
     if t.stores:
         lines.append("Stores:")
         for name, spec in t.stores.items():

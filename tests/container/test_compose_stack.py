@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from streams.admin import admin_client
 from streams.broker import free_port
+from streams.cluster import admin_client
 from streams.testing import LOCAL_IMAGE, KafkaIO, wait_until
 from streams.testing.container import image_present
 from streams.testing.plugin import docker_missing, require_docker

@@ -11,8 +11,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from testcontainers.core.network import Network
 
-from streams.admin import admin_client, create_topic
 from streams.broker import KAFKA_VERSION
+from streams.cluster import admin_client, create_topic
 from streams.envelope import Envelope
 from streams.testing import (
     ContainerError,

@@ -9,7 +9,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 
-from streams.admin import create_topic
+from streams.cluster import Topics, create_topic
 from streams.state import (
     ChangelogCompactionError,
     ChangelogPartitionCountError,
@@ -31,10 +31,10 @@ def test_a_missing_changelog_is_created_compacted_with_the_input_partition_count
     kafka_admin: AdminClient, app_id: str
 ) -> None:
     topic = f"{app_id}-dedup-changelog"
-    assert ensure_changelog_topic(kafka_admin, topic, partitions=3)
+    assert ensure_changelog_topic(Topics(kafka_admin), topic, partitions=3)
     assert len(kafka_admin.list_topics(topic, timeout=10).topics[topic].partitions) == 3
     assert cleanup_policy(kafka_admin, topic) == "compact"
-    assert not ensure_changelog_topic(kafka_admin, topic, partitions=3)  # valid: left alone
+    assert not ensure_changelog_topic(Topics(kafka_admin), topic, partitions=3)  # valid: left alone
 
 
 def test_a_changelog_with_the_wrong_partition_count_is_refused(
@@ -43,14 +43,14 @@ def test_a_changelog_with_the_wrong_partition_count_is_refused(
     topic = f"{app_id}-dedup-changelog"
     create_topic(kafka_admin, topic, partitions=2, config={"cleanup.policy": "compact"})
     with pytest.raises(ChangelogPartitionCountError, match="has 2 partitions but the input has 4"):
-        ensure_changelog_topic(kafka_admin, topic, partitions=4)
+        ensure_changelog_topic(Topics(kafka_admin), topic, partitions=4)
 
 
 def test_a_changelog_without_compaction_is_refused(kafka_admin: AdminClient, app_id: str) -> None:
     topic = f"{app_id}-dedup-changelog"
     create_topic(kafka_admin, topic, partitions=1, config={"cleanup.policy": "delete"})
     with pytest.raises(ChangelogCompactionError, match=r"cleanup\.policy='delete'"):
-        ensure_changelog_topic(kafka_admin, topic, partitions=1)
+        ensure_changelog_topic(Topics(kafka_admin), topic, partitions=1)
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_a_corrupt_changelog_record_stops_the_restore_naming_its_offset(
         consumer_config={"bootstrap.servers": kafka_bootstrap},
         state_dir=tmp_path,
     )
-    store.ensure_changelog(kafka_admin, input_partitions=1)
+    store.ensure_changelog(Topics(kafka_admin), input_partitions=1)
     producer = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True})
     errors: list[object] = []
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import delete_topics
+from streams.cluster import delete_topics
 from streams.testing.topics import unique_topic_name
 
 

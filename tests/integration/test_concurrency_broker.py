@@ -24,7 +24,7 @@ from pathlib import Path
 from confluent_kafka import Message
 from runtime_thread import RuntimeThread
 
-from streams.admin import admin_client
+from streams.cluster import Topics, admin_client
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.runtime import Runtime, RuntimeConfig
@@ -196,7 +196,7 @@ def test_a_retried_order_holds_back_its_customers_later_orders_and_nobody_elses(
         owned("out"), type="order.placed", version=2
     )
     topology = builder.build(default_catalog())
-    prepare_topics(admin_client(kafka_bootstrap), topology)
+    prepare_topics(Topics(admin_client(kafka_bootstrap)), topology)
     total = 1_000
     produce_envelopes(kafka_bootstrap, topic, orders(total), CODEC)
     config = RuntimeConfig(

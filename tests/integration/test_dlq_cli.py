@@ -22,7 +22,7 @@ import pytest
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from confluent_kafka.admin._config import ConfigResource
 
-from streams.admin import create_topic
+from streams.cluster import Topics, create_topic, partition_count
 from streams.codec import AvroCodec, DecodeError
 from streams.envelope import Envelope
 from streams.failures import headers as h
@@ -31,7 +31,7 @@ from streams.failures.errors import FailureTopicError
 from streams.failures.headers import Stage
 from streams.failures.policy import RetryPolicy
 from streams.failures.routing import FailedRecord, FailureRouter
-from streams.failures.topics import FailureTopics, ensure_failure_topics, partition_count
+from streams.failures.topics import FailureTopics, ensure_failure_topics
 from streams.schemas import SchemaCatalog
 from streams.testing.topics import TopicFactory
 
@@ -156,7 +156,9 @@ def dlq(kafka_bootstrap: str, kafka_admin: Any, make_topic: TopicFactory, tmp_pa
     source = make_topic("orders", partitions=3)
     app = f"shop{time.monotonic_ns() % 10**8}"
     policy = RetryPolicy.parse("1s, 30s", non_retryable=[OutOfStockError])
-    topics = ensure_failure_topics(kafka_admin, FailureTopics.for_input(app, source, policy))
+    topics = ensure_failure_topics(
+        Topics(kafka_admin), FailureTopics.for_input(app, source, policy)
+    )
     make_topic.created.extend(topics.all)
 
     inputs: list[tuple[bytes, bytes, list[Any]]] = []
@@ -217,12 +219,12 @@ def test_failure_topics_have_the_inputs_partitions(kafka_admin: Any, dlq: Dlq) -
     assert topic_config(kafka_admin, dlq.topics.dlq)["retention.ms"] == "-1"
     assert topic_config(kafka_admin, dlq.topics.retries[0])["retention.ms"] != "-1"
     # Creating them again is harmless; a tier with another partition count is refused.
-    ensure_failure_topics(kafka_admin, dlq.topics)
+    ensure_failure_topics(Topics(kafka_admin), dlq.topics)
     kafka_admin.delete_topics([dlq.topics.retries[1]])[dlq.topics.retries[1]].result(30)
     wait_gone(kafka_admin, dlq.topics.retries[1])
     create_topic(kafka_admin, dlq.topics.retries[1], partitions=1)
     with pytest.raises(FailureTopicError, match="has 1 partitions but its input"):
-        ensure_failure_topics(kafka_admin, dlq.topics)
+        ensure_failure_topics(Topics(kafka_admin), dlq.topics)
 
 
 def topic_config(admin: Any, topic: str) -> dict[str, str]:

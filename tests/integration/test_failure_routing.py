@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Message, Producer
 from runtime_thread import RuntimeThread
 
-from streams.admin import admin_client
+from streams.cluster import Topics, admin_client
 from streams.codec import AvroCodec
 from streams.codec.envelope_wire import envelope_value, read_envelope, type_version_bytes
 from streams.envelope import Envelope
@@ -46,7 +46,7 @@ class Running(RuntimeThread):
     """An instance of ``topology`` in this process, its topics prepared first."""
 
     def __init__(self, topology: Topology, bootstrap: str, **config: Any) -> None:
-        prepare_topics(admin_client(bootstrap), topology)
+        prepare_topics(Topics(admin_client(bootstrap)), topology)
         super().__init__(
             Runtime(
                 topology,

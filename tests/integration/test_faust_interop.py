@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from streams.admin import admin_client, delete_topics
+from streams.cluster import admin_client, delete_topics
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.failures.headers import EXCEPTION, OFFSET, PARTITION, REPLAY_OF, STAGE, TOPIC

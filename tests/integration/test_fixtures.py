@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import create_topic
+from streams.cluster import create_topic
 from streams.envelope import Envelope
 from streams.testing import (
     KafkaIO,

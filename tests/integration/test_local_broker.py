@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from streams.admin import admin_client, create_topic
 from streams.broker import LocalBroker, free_port
 from streams.broker.local import _wait_exit, port_in_use
+from streams.cluster import admin_client, create_topic
 
 pytestmark = pytest.mark.integration
 

@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 from runtime_thread import RuntimeThread
 
+from streams.cluster import Topics
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.examples import example_path
@@ -202,7 +203,7 @@ def test_the_driver_and_the_runtime_on_kafka_agree(
 
     topology = shop(app, source, Flaky(flaky, poison), guarantee)
     produce_records(kafka_bootstrap, source, records)
-    prepare_topics(kafka_admin, topology)
+    prepare_topics(Topics(kafka_admin), topology)
     config = RuntimeConfig(kafka_bootstrap, commit_interval_s=0.2, state_dir=str(tmp_path))
     instance = RuntimeThread(Runtime(topology, config))
     dlq = FailureTopics.for_input(app, source, topology.retry or RetryPolicy()).dlq

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Message
 
-from streams.admin import admin_client, create_topic
 from streams.broker import LocalBroker, free_port
+from streams.cluster import admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.schemas import default_catalog

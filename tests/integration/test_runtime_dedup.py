@@ -16,7 +16,7 @@ from typing import Any, cast
 from confluent_kafka import KafkaException, Message
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import create_topic
+from streams.cluster import create_topic
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.schemas import default_catalog

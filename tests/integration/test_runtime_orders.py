@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient
 from runtime_thread import RuntimeThread
 from structlog.testing import capture_logs
 
+from streams.cluster import Topics
 from streams.codec import AvroCodec
 from streams.codec.envelope_wire import envelope_value, type_version_bytes
 from streams.envelope import Envelope
@@ -78,7 +79,7 @@ def test_the_orders_topology_writes_what_the_test_driver_predicts(
     assert expected[accepted] and expected[rejected]
 
     produce_envelopes(kafka_bootstrap, source, orders, CODEC)
-    prepare_topics(kafka_admin, topology)
+    prepare_topics(Topics(kafka_admin), topology)
     running.append(Running(topology, kafka_bootstrap))
     for topic, want in expected.items():
         with TopicReader(kafka_bootstrap, topic) as reader:
@@ -114,7 +115,7 @@ def test_a_failing_record_stops_the_runtime_and_is_never_committed(
     topology = poison_topology(unique_topic_name("poison"), source)
     names = [f"o-{i}" for i in range(5)] + ["poison"] + [f"o-{i}" for i in range(6, 10)]
     produce_envelopes(kafka_bootstrap, source, [order(n) for n in names], CODEC)
-    prepare_topics(kafka_admin, topology)
+    prepare_topics(Topics(kafka_admin), topology)
 
     with capture_logs() as logs:
         run = Running(topology, kafka_bootstrap)
@@ -162,7 +163,7 @@ def test_poison_records_go_to_the_dlq_by_default_and_the_instance_runs_on(
         if i < len(poison):
             records.append((*poison[i], None))
     produce_records(kafka_bootstrap, source, records, partition=0)
-    prepare_topics(kafka_admin, topology)
+    prepare_topics(Topics(kafka_admin), topology)
     running.append(Running(topology, kafka_bootstrap))
 
     with TopicReader(kafka_bootstrap, topology.topics_written[0]) as reader:
@@ -183,4 +184,4 @@ def test_poison_records_go_to_the_dlq_by_default_and_the_instance_runs_on(
 def test_a_missing_source_topic_is_a_clear_error(kafka_admin: AdminClient) -> None:
     topology = poison_topology("app", unique_topic_name("nowhere"))
     with pytest.raises(MissingTopicError, match=r"reads topic 'nowhere-\w+', which does not exist"):
-        prepare_topics(kafka_admin, topology)
+        prepare_topics(Topics(kafka_admin), topology)

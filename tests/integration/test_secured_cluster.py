@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 import pytest
 
-from streams.admin import admin_client, create_topic
 from streams.broker.local import LocalBroker, free_port
+from streams.cluster import admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.schemas import default_catalog

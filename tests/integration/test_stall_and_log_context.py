@@ -16,6 +16,7 @@ import structlog
 from confluent_kafka.admin import AdminClient
 from runtime_thread import RuntimeThread
 
+from streams.cluster import Topics
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.logs import configure_logging, get_logger
@@ -81,7 +82,7 @@ def test_a_blocked_step_stalls_its_partition_until_it_returns(
         return env
 
     top = topology(app_id, source, step)
-    prepare_topics(kafka_admin, top)
+    prepare_topics(Topics(kafka_admin), top)
     produce_envelopes(kafka_bootstrap, source, [order(n, "k") for n in range(5)], CODEC)
     pytest.importorskip("prometheus_client")  # the metrics extra
     config = RuntimeConfig(kafka_bootstrap, stall_after_s=1.0, stall_warning_s=0, metrics_port=0)
@@ -141,7 +142,7 @@ def test_log_lines_of_a_step_name_the_record_in_hand(
         return env
 
     top = topology(app_id, source, step)
-    prepare_topics(kafka_admin, top)
+    prepare_topics(Topics(kafka_admin), top)
     first = order(1, "a")
     sent = [first, first.follow(T, order(2, "b").data, version=V, key="b"), order(3, "c")]
     produce_envelopes(kafka_bootstrap, source, sent, CODEC)

@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from streams.cluster import Topics
 from streams.state import (
     Backend,
     ChangelogPartitionCountError,
@@ -66,7 +67,7 @@ def test_an_id_sent_three_times_across_a_restart_and_a_move_is_processed_once(
 ) -> None:
     clock = Clock()
     a = Instance(app_id, kafka_bootstrap, RocksDBBackend(), tmp_path / "a", clock)
-    a.manager.ensure_changelogs(kafka_admin, {INPUT: 2})
+    a.manager.ensure_changelogs(Topics(kafka_admin), {INPUT: 2})
     a.manager.assign(INPUT, 0, committed_offset=None)
     a.process(0, offset=0, event_id="evt-1")
     a.process(0, offset=1, event_id="evt-2")
@@ -96,9 +97,9 @@ def test_a_wrong_changelog_stops_the_app_before_any_partition_opens(
     kafka_bootstrap: str, kafka_admin: AdminClient, app_id: str, tmp_path: Path
 ) -> None:
     first = Instance(app_id, kafka_bootstrap, MemoryBackend(), tmp_path, Clock())
-    first.manager.ensure_changelogs(kafka_admin, {INPUT: 2})
+    first.manager.ensure_changelogs(Topics(kafka_admin), {INPUT: 2})
     # The input was recreated with 4 partitions: the changelog no longer fits it.
     second = Instance(app_id, kafka_bootstrap, MemoryBackend(), tmp_path, Clock())
     with pytest.raises(ChangelogPartitionCountError, match="has 2 partitions but the input has 4"):
-        second.manager.ensure_changelogs(kafka_admin, {INPUT: 4})
+        second.manager.ensure_changelogs(Topics(kafka_admin), {INPUT: 4})
     assert second.manager.stores["dedup"].partitions == {}

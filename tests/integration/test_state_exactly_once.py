@@ -7,6 +7,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from streams.cluster import Topics
 from streams.state import ChangelogStore, RocksDBBackend
 
 
@@ -24,7 +25,7 @@ def test_changelog_records_of_an_aborted_transaction_are_never_restored(
         )
 
     first = store("a")
-    first.ensure_changelog(kafka_admin, input_partitions=1)
+    first.ensure_changelog(Topics(kafka_admin), input_partitions=1)
     part = first.open(0, committed_offset=None)
     producer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": f"{app_id}-0"})
     producer.init_transactions(30)

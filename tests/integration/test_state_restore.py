@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from streams.admin import delete_topics
+from streams.cluster import Topics, delete_topics
 from streams.state import (
     Backend,
     ChangelogPartition,
@@ -108,7 +108,7 @@ def test_a_store_restores_equal_contents_after_its_local_state_is_dropped(
     env: Env, backend: Backend
 ) -> None:
     store = env.store(backend)
-    assert store.ensure_changelog(env.admin, input_partitions=2)
+    assert store.ensure_changelog(Topics(env.admin), input_partitions=2)
     part = store.open(1, committed_offset=None)
     assert part.restore is not None and part.restore.records_read == 0
     write_batches(part, env.producer, batches=4, per_batch=200)
@@ -136,7 +136,7 @@ def test_entries_tagged_past_the_committed_offset_are_skipped_on_restore(
     env: Env, backend: Backend
 ) -> None:
     store = env.store(backend)
-    store.ensure_changelog(env.admin, input_partitions=1)
+    store.ensure_changelog(Topics(env.admin), input_partitions=1)
     part = store.open(0, committed_offset=None)
     tx = part.transaction()
     tx.set("balance", b"10")
@@ -167,7 +167,7 @@ def test_entries_tagged_past_the_committed_offset_are_skipped_on_restore(
 
 def test_a_restart_restores_only_the_tail_after_the_local_checkpoint(env: Env) -> None:
     disk = env.store(RocksDBBackend(), "instance-a")
-    disk.ensure_changelog(env.admin, input_partitions=1)
+    disk.ensure_changelog(Topics(env.admin), input_partitions=1)
     part = disk.open(0, committed_offset=None)
     write_batches(part, env.producer, batches=3, per_batch=100)  # changelog offsets 0..299
     disk.close(0, keep=True)
@@ -203,7 +203,7 @@ def test_a_restart_restores_only_the_tail_after_the_local_checkpoint(env: Env) -
 
 def test_a_partition_kept_in_memory_on_revoke_comes_back_with_the_tail_only(env: Env) -> None:
     store = env.store(MemoryBackend())
-    store.ensure_changelog(env.admin, input_partitions=1)
+    store.ensure_changelog(Topics(env.admin), input_partitions=1)
     write_batches(store.open(0, committed_offset=None), env.producer, batches=2, per_batch=50)
     store.close(0, keep=True)
     back = store.open(0, committed_offset=200)
@@ -216,7 +216,7 @@ def test_a_partition_kept_in_memory_on_revoke_comes_back_with_the_tail_only(env:
 
 def test_local_state_ahead_of_the_committed_input_is_rebuilt_from_the_changelog(env: Env) -> None:
     store = env.store(RocksDBBackend())
-    store.ensure_changelog(env.admin, input_partitions=1)
+    store.ensure_changelog(Topics(env.admin), input_partitions=1)
     part = store.open(0, committed_offset=None)
     part.transaction().set("k", b"old")
     checkpoint(part, env.producer, source_offset=10)
@@ -238,7 +238,7 @@ def test_local_state_ahead_of_the_committed_input_is_rebuilt_from_the_changelog(
 def test_expiry_tombstones_survive_a_restore(env: Env, backend: Backend) -> None:
     clock = Clock()
     store = env.store(backend, clock=clock)
-    store.ensure_changelog(env.admin, input_partitions=1)
+    store.ensure_changelog(Topics(env.admin), input_partitions=1)
     part = store.open(0, committed_offset=None)
     part.transaction().set("short", b"1", ttl=5)
     part.transaction().set("long", b"2", ttl=500)

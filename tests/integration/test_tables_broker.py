@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from runtime_thread import RuntimeThread
 
-from streams.admin import create_topic
+from streams.cluster import Topics, create_topic
 from streams.envelope import Envelope
 from streams.runtime import Runtime, RuntimeConfig
 from streams.runtime.topics import prepare_topics
@@ -171,7 +171,7 @@ def test_a_five_minute_windowed_join_matches_a_brute_force_join(  # noqa: PLR091
         owned("pairs"), type="order.placed", version=2
     )
     topology = b.build(default_catalog())
-    prepare_topics(kafka_admin, topology)
+    prepare_topics(Topics(kafka_admin), topology)
     want = sorted(
         f"{o.data['order_id']}|{p.data['order_id']}"
         for o in sent[orders_topic]

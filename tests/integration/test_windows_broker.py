@@ -22,6 +22,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from runtime_thread import RuntimeThread
 
+from streams.cluster import Topics
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.runtime import Runtime, RuntimeConfig
@@ -238,7 +239,7 @@ def test_hopping_session_and_sliding_counts_equal_the_plain_computation(  # noqa
     closed = {kw: len(envs) for kw, envs in windows_closed.items()}
     assert len(closed) > 100 and late
     topology = counts_topology(app_id, source, windows)
-    prepare_topics(kafka_admin, topology)  # what `streams run` does first
+    prepare_topics(Topics(kafka_admin), topology)  # what `streams run` does first
     runtime = Runtime(topology, RuntimeConfig(bootstrap=kafka_bootstrap, state_dir=str(tmp_path)))
     instance = RuntimeThread(runtime)
     try:

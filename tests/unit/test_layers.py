@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
         "logs",
         "coordinates",
         "envelope",
-        "admin",
+        "cluster",
         "schemas",
         "codec",
         "observability.health",

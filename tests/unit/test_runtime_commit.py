@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
+from streams.cluster import Topics
 from streams.logs import get_logger
 from streams.pipeline.errors import DeliveryError
 from streams.pipeline.offsets import Partitions
@@ -81,7 +82,7 @@ class Setup:
         self.sink = OutputSink(self.producer)
         context = CommitContext(
             self.consumer,
-            MemoryAdmin(cluster),
+            Topics(MemoryAdmin(cluster)),
             self.sink,
             lambda: self.producer,
             self.partitions,

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import Enum
-from typing import Any
 
 from confluent_kafka import KafkaException
 
+from streams.cluster import TopicNotFoundError, Topics
 from streams.coordinates import TP
 from streams.pipeline.offsets import PartitionOffsets, Partitions
 from streams.runtime.commit.context import CommitContext
@@ -51,7 +51,7 @@ class CheckpointCommitter:
 
     def __init__(self, ctx: CommitContext, state: StateManager) -> None:
         self._consumer = ctx.consumer
-        self._admin = ctx.admin
+        self._topics = ctx.topics
         self._sink = ctx.sink
         self._make_producer = ctx.make_producer
         self._partitions = ctx.partitions
@@ -64,7 +64,7 @@ class CheckpointCommitter:
     def start(self) -> None:
         """Create or validate every changelog (``ChangelogTopicError`` when one cannot back
         its store: nothing is processed)."""
-        ensure_changelogs(self._admin, self._state)
+        ensure_changelogs(self._topics, self._state)
 
     def assigned(self, partitions: Sequence[TP]) -> None:
         restore(self._partitions, self._state, partitions)
@@ -142,10 +142,14 @@ class CheckpointCommitter:
         self.commits += 1
 
 
-def ensure_changelogs(admin: Any, state: StateManager) -> None:
+def ensure_changelogs(cluster: Topics, state: StateManager) -> None:
     """Create or validate the changelog of every store, partitioned like its source."""
-    topics = {store.source_topic or "" for store in state.stores.values()}
-    state.ensure_changelogs(admin, {t: _partition_count(admin, t) for t in topics})
+    sources = {store.source_topic or "" for store in state.stores.values()}
+    try:
+        partitions = {t: cluster.partition_count(t) for t in sources}
+    except TopicNotFoundError as exc:
+        raise MissingTopicError(f"{exc}: a state store is partitioned like it") from exc
+    state.ensure_changelogs(cluster, partitions)
 
 
 def restore(partitions: Partitions, state: StateManager, keys: Sequence[TP]) -> None:
@@ -155,12 +159,3 @@ def restore(partitions: Partitions, state: StateManager, keys: Sequence[TP]) -> 
     for (topic, partition), offset in partitions.load_committed(keys).items():
         if topic in fed:
             state.assign(topic, partition, offset)
-
-
-def _partition_count(admin: Any, topic: str) -> int:
-    meta = admin.list_topics(topic=topic, timeout=30).topics.get(topic)
-    if meta is None or meta.error is not None:
-        raise MissingTopicError(
-            f"topic {topic!r}, which a state store is partitioned like, does not exist"
-        )
-    return len(meta.partitions)

@@ -77,7 +77,7 @@ class TransactionCommitter:
         self, ctx: CommitContext, state: StateManager | None, transactional_id: str
     ) -> None:
         self._consumer = ctx.consumer
-        self._admin = ctx.admin
+        self._topics = ctx.topics
         self._sink = ctx.sink
         self._make_producer = ctx.make_producer
         self._partitions = ctx.partitions
@@ -96,7 +96,7 @@ class TransactionCommitter:
         fences a crashed predecessor and aborts its open transaction), open the first
         transaction. Blocks on the broker."""
         if self._state is not None:
-            ensure_changelogs(self._admin, self._state)
+            ensure_changelogs(self._topics, self._state)
         try:
             self._producer.init_transactions(self._timeout)
         except KafkaException as exc:

@@ -3,8 +3,8 @@
 The runtime creates and checks topics before it runs (retry tiers, DLQs, changelogs);
 with this admin the ``TestDriver`` runs that same setup against a ``MemoryCluster``:
 ``list_topics`` (metadata), ``create_topics`` and ``describe_configs`` (a topic's configs as
-created; ``cleanup.policy`` defaults to ``delete``), ``incremental_alter_configs`` (a share
-group's start), each answering at once through
+created, ``cleanup.policy`` defaulting to ``delete``; the broker's replication default),
+``incremental_alter_configs`` (a share group's start), each answering at once through
 resolved futures, as the real client's do once the broker replies.
 """
 
@@ -22,6 +22,7 @@ from confluent_kafka.cimpl import NewTopic
 from streams.testing.memory.cluster import MemoryCluster
 
 _DEFAULTS = {"cleanup.policy": "delete"}
+_BROKER = {"default.replication.factor": "1"}  # one broker: one replica
 
 
 class MemoryAdmin:
@@ -56,7 +57,9 @@ class MemoryAdmin:
         out: dict[ConfigResource, Future[dict[str, ConfigEntry]]] = {}
         for resource in resources:
             future: Future[dict[str, ConfigEntry]] = Future()
-            if resource.name not in self._cluster.topics():
+            if resource.restype == ConfigResource.Type.BROKER:
+                future.set_result({k: ConfigEntry(k, v) for k, v in _BROKER.items()})
+            elif resource.name not in self._cluster.topics():
                 error = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, f"{resource.name} unknown")
                 future.set_exception(KafkaException(error))
             else:
