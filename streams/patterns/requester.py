@@ -90,7 +90,6 @@ class Requester:
             config={"retention.ms": str(REPLY_RETENTION_MS)},
             exist_ok=True,
             timeout=broker_timeout,
-            replication_factor=-1,
         )
         producer = {
             "enable.idempotence": True,
