@@ -15,6 +15,7 @@ from rich.table import Table
 
 from streams.bench import (
     bare_client,
+    cluster,
     codec,
     concurrency,
     failures,
@@ -38,6 +39,7 @@ from streams.config import external_bootstrap
 # Each issue that adds a figure adds its section here.
 SECTIONS: dict[str, Callable[[BenchContext], list[Row]]] = {
     "bare": bare_client.run,
+    "cluster": cluster.run,
     "codec": codec.run,
     "concurrency": concurrency.run,
     "state": state.run,

@@ -1,0 +1,280 @@
+"""Broker loss on a three-node cluster: nothing lost, nothing twice, no stop by itself.
+
+The cluster (``kafka_cluster``: three KRaft nodes, replication factor 3, min ISR 2) runs
+`streams run` instances while its nodes are killed (SIGKILL), stopped and started in turn,
+or frozen (SIGSTOP) for 30 s. Input arrives in chunks, one chunk while each node is down,
+and the output must grow while it is down: losing a node is no reason to stall. Every
+topic the instance creates takes the cluster's replication factor, so no partition is
+left without a leader. At the end a read_committed reader sees every input (at-least-once)
+or every input exactly once (exactly-once), and the instance has never exited by itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Message
+
+from streams.broker import LocalCluster
+from streams.cluster import admin_client, create_topic, delete_app_topics, delete_topics
+from streams.codec import AvroCodec
+from streams.envelope import Envelope
+from streams.schemas import default_catalog
+from streams.testing import (
+    TopicReader,
+    TopologyProcess,
+    caught_up,
+    produce_envelopes,
+    wait_until,
+)
+from streams.testing.topics import unique_topic_name
+
+pytestmark = pytest.mark.cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+DEDUP, REVENUE = ROOT / "topology" / "dedup.py", ROOT / "topology" / "revenue.py"
+PARTITIONS, KEYS = 6, 60
+# A killed instance's partitions move after this long (its restart takes them back).
+FAST_REBALANCE = ["-Xconsumer.session.timeout.ms=6000", "-Xconsumer.heartbeat.interval.ms=1000"]
+CODEC = AvroCodec(default_catalog())
+BASE = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def orders(start: int, count: int) -> list[Envelope]:
+    """Placed orders ``start`` to ``start + count``, 0.1 s apart in event time, keyed by
+    customer; every tenth sent twice (the same envelope: dedup drops the second)."""
+    out = []
+    for n in range(start, start + count):
+        key = f"c-{n % KEYS:03d}"
+        data = {"order_id": f"o-{n}", "customer_id": key, "items": [], "total_cents": n}
+        env = Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=key)
+        env = replace(env, time=BASE + timedelta(seconds=n * 0.1))
+        out += [env, env] if n % 10 == 0 else [env]
+    return out
+
+
+def ce_ids(records: Sequence[Message]) -> Counter[str]:
+    return Counter(
+        next(v.decode() for k, v in m.headers() or [] if k == "ce_id")  # type: ignore[union-attr]
+        for m in records
+    )
+
+
+class Job:
+    """One app on the cluster: its input topic, an instance (restartable), the output read
+    read_committed, and the inputs sent so far."""
+
+    def __init__(self, cluster: LocalCluster, path: Path, output: str, guarantee: str, tmp: Path):
+        self.cluster = cluster
+        self.bootstrap = cluster.bootstrap
+        self.admin = admin_client(self.bootstrap)
+        self.app_id = unique_topic_name("loss")
+        self.source = unique_topic_name("loss-in")
+        create_topic(self.admin, self.source, partitions=PARTITIONS)  # the cluster's RF: 3
+        self.args = ["--guarantee", guarantee, "--state-dir", str(tmp / "state"), *FAST_REBALANCE]
+        self.path = path
+        self.sent: list[Envelope] = []
+        self.instances: list[TopologyProcess] = []
+        self.reader = TopicReader(
+            self.bootstrap, f"{self.app_id}-{output}", config={"isolation.level": "read_committed"}
+        )
+
+    @property
+    def instance(self) -> TopologyProcess:
+        return self.instances[-1]
+
+    def start(self) -> None:
+        proc = TopologyProcess(
+            self.path,
+            self.bootstrap,
+            app_id=self.app_id,
+            settings={"input": self.source},
+            args=self.args,
+        )
+        self.instances.append(proc.start())
+        proc.wait_started(120)
+
+    def alive(self) -> None:
+        """The instance runs: it never gives up on a cluster that lost a node."""
+        self.instance.check()
+
+    def send(self, count: int) -> None:
+        batch = orders(len({e.id for e in self.sent}), count)
+        produce_envelopes(self.bootstrap, self.source, batch, CODEC)
+        self.sent += batch
+
+    def unique(self) -> set[str]:
+        return {e.id for e in self.sent}
+
+    def wait_output(self, count: int, timeout: float = 120.0) -> None:
+        """Until the output holds ``count`` distinct inputs (progress, not completion)."""
+        self.reader.wait_for(
+            lambda records: len(ce_ids(records)) >= count, timeout, what=f"{count} outputs"
+        )
+        self.alive()
+
+    def finish(self) -> Counter[str]:
+        """Wait until the instance has committed everything, then the output's ids."""
+        wait_until(lambda: caught_up(self.bootstrap, self.app_id, self.source), 180,
+                   what="the instance caught up")  # fmt: skip
+        self.wait_output(len(self.unique()))
+        self.alive()
+        while self.reader.poll(1.0):  # the rest (duplicates of at-least-once, if any)
+            pass
+        return ce_ids(self.reader.records)
+
+    def close(self) -> None:
+        self.reader.close()
+        for proc in self.instances:
+            proc.close()
+        delete_app_topics(self.admin, self.app_id)
+        delete_topics(self.admin, [self.source])
+
+
+@pytest.fixture
+def job(kafka_cluster: LocalCluster, tmp_path: Path) -> Iterator[Callable[..., Job]]:
+    made: list[Job] = []
+
+    def make(path: Path, output: str, guarantee: str) -> Job:
+        made.append(Job(kafka_cluster, path, output, guarantee, tmp_path))
+        return made[-1]
+
+    yield make
+    for j in made:
+        j.close()
+    # The next test starts from a whole cluster, whatever this one left behind.
+    for node in kafka_cluster.node_ids:
+        kafka_cluster.resume(node)
+        kafka_cluster.start(node)
+    kafka_cluster.wait_in_sync()
+
+
+def replicated(job: Job) -> None:
+    """Every topic the app made has three replicas (the cluster's default)."""
+    metadata = job.admin.list_topics(timeout=30)
+    made = [t for name, t in metadata.topics.items() if name.startswith(f"{job.app_id}-")]
+    assert made, "the app created no topics"
+    for topic in made:
+        assert {len(p.replicas) for p in topic.partitions.values()} == {3}, topic.topic
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+def test_dedup_survives_each_node_killed_in_turn_and_an_instance_sigkill(
+    guarantee: str, job: Callable[..., Job], kafka_cluster: LocalCluster
+) -> None:
+    j = job(DEDUP, "unique", guarantee)
+    j.start()
+    j.send(600)
+    j.wait_output(len(j.unique()))
+    replicated(j)
+    for node in kafka_cluster.node_ids:
+        kafka_cluster.kill(node)
+        j.send(600)  # while the node is down: the output must still grow
+        j.wait_output(len(j.unique()))
+        kafka_cluster.start(node)
+        kafka_cluster.wait_in_sync(timeout=120)
+    j.instance.kill()  # and the instance itself, mid-stream
+    j.send(600)
+    j.start()
+    seen = j.finish()
+    assert set(seen) == j.unique()  # none missing
+    if guarantee == "exactly_once":
+        assert [i for i, n in seen.items() if n > 1] == []  # none twice
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+def test_a_windowed_sum_survives_a_node_killed_mid_window(
+    guarantee: str, job: Callable[..., Job], kafka_cluster: LocalCluster
+) -> None:
+    j = job(REVENUE, "revenue", guarantee)
+    j.start()
+    j.send(1_200)  # two minutes of event time: the first window closes
+    j.reader.wait_for(lambda records: len(records) > 0, 120, what="the first windows")
+    for node in kafka_cluster.node_ids:
+        kafka_cluster.kill(node)
+        before = len(j.reader.records)
+        j.send(900)  # a minute and a half more: windows close while the node is down
+        j.reader.wait_for(lambda rs, n=before: len(rs) > n, 120, what="windows while down")
+        j.alive()
+        kafka_cluster.start(node)
+        kafka_cluster.wait_in_sync(timeout=120)
+    wait_until(lambda: caught_up(j.bootstrap, j.app_id, j.source), 180, what="caught up")
+    j.alive()
+    while j.reader.poll(1.0):
+        pass
+    sums = _sums(j.reader.records)
+    expected = _expected_sums(j.sent)
+    for window, total in sums.items():
+        assert total == expected[window], window  # no order counted twice, none lost
+    # Every partition's stream time is within a second of the last order's: each window
+    # that ended (plus its 10 s grace) a few seconds before that was closed and written.
+    last = max(int(e.time.timestamp() * 1000) for e in j.sent)
+    closed = {w for w in expected if w[1] + 60_000 + 10_000 < last - 5_000}
+    assert closed <= set(sums)
+    if guarantee == "exactly_once":
+        assert len(j.reader.records) == len(sums)  # each window once
+
+
+def _sums(records: Sequence[Message]) -> dict[tuple[str, int], tuple[int, int]]:
+    out = {}
+    for m in records:
+        d = CODEC.decode(m.value(), m.headers()).data  # type: ignore[arg-type]
+        out[(d["customer_id"], d["window_start_ms"])] = (d["orders"], d["revenue_cents"])
+    return out
+
+
+def _expected_sums(sent: Sequence[Envelope]) -> dict[tuple[str, int], tuple[int, int]]:
+    """(orders, revenue) per customer and 1-minute window of every order sent, each once
+    (the input is in event-time order: none is late)."""
+    totals: dict[tuple[str, int], tuple[int, int]] = {}
+    for env in {e.id: e for e in sent}.values():
+        start = int(env.time.timestamp() * 1000) // 60_000 * 60_000
+        key = (env.data["customer_id"], start)
+        count, cents = totals.get(key, (0, 0))
+        totals[key] = (count + 1, cents + env.data["total_cents"])
+    return totals
+
+
+def test_a_rolling_restart_of_every_node_loses_nothing(
+    job: Callable[..., Job], kafka_cluster: LocalCluster
+) -> None:
+    j = job(DEDUP, "unique", "exactly_once")
+    j.start()
+    j.send(600)
+    for node in kafka_cluster.node_ids:  # as an operator upgrades a cluster: one at a time
+        kafka_cluster.stop(node)
+        j.send(600)
+        j.wait_output(len(j.unique()))
+        kafka_cluster.start(node)
+        kafka_cluster.wait_in_sync(timeout=120)
+    seen = j.finish()
+    assert set(seen) == j.unique()
+    assert [i for i, n in seen.items() if n > 1] == []
+
+
+def test_a_node_frozen_for_30_s_stalls_nothing(
+    job: Callable[..., Job], kafka_cluster: LocalCluster
+) -> None:
+    j = job(DEDUP, "unique", "exactly_once")
+    j.start()
+    j.send(600)
+    j.wait_output(len(j.unique()))
+    frozen = kafka_cluster.node_ids[0]
+    kafka_cluster.pause(frozen)  # SIGSTOP: alive to the kernel, silent to everyone
+    thawed_at = time.monotonic() + 30  # the scenario's length, not a wait for anything
+    j.send(600)
+    j.wait_output(len(j.unique()))  # progress while it is frozen
+    wait_until(lambda: time.monotonic() >= thawed_at, 40, what="30 s of the frozen node")
+    j.alive()
+    kafka_cluster.resume(frozen)
+    j.send(600)
+    kafka_cluster.wait_in_sync(timeout=120)
+    seen = j.finish()
+    assert set(seen) == j.unique()
+    assert [i for i, n in seen.items() if n > 1] == []
