@@ -11,8 +11,8 @@ cluster's: replication factor ``min(3, N)``, min ISR ``min(2, N)``, for topics a
 offsets, transaction and share-state topics (``streams.broker.node.replication_defaults``).
 Client ports are ``port, port+1, ...`` unless ``ports`` names them.
 
-``up`` launches every node that is down at once (a node waits for a quorum of its peers)
-and returns when the metadata lists them all. Per-node control is for failure tests:
+``up`` launches every node that is down at once (a node waits for a quorum of its peers),
+continues the paused ones, and returns when the metadata lists them all. Per-node control is for failure tests:
 ``kill`` (SIGKILL), ``stop`` (SIGTERM, a controlled shutdown), ``pause``/``resume``
 (SIGSTOP/SIGCONT), ``start``/``restart`` (returns once the node is back in the metadata),
 and ``wait_in_sync`` (every partition's ISR is all its replicas). Every wait polls a real
@@ -30,7 +30,7 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -103,10 +103,11 @@ class ClusterUp:
     status: ClusterStatus
     started: tuple[int, ...]  # the nodes this call launched; none when all were up
     seconds: float  # from launch until the metadata listed every launched node
+    resumed: tuple[int, ...] = ()  # the paused nodes it continued
 
     @property
     def already_running(self) -> bool:
-        return not self.started
+        return not self.started and not self.resumed
 
 
 class LocalCluster:
@@ -190,19 +191,24 @@ class LocalCluster:
     # -- up and down -----------------------------------------------------------------------
 
     def up(self, *, fresh: bool = False, timeout: float = 180.0) -> ClusterUp:
-        """Start every node that is down; return once the metadata lists them all.
+        """Resume every paused node and start every node that is down; return once the
+        metadata lists them all.
 
-        Idempotent: nodes already running (or paused) are left alone, and with all of them
-        up nothing starts. ``fresh`` wipes the data dir first (refused while a node runs).
+        Idempotent: running nodes are left alone, and with all of them running nothing
+        happens. ``fresh`` wipes the data dir first (refused while a node runs).
         """
         current = self.status()
         if fresh and current.alive:
             raise BrokerError(
                 f"the {self._noun} at {self.bootstrap} is running; stop it before --fresh"
             )
+        paused = tuple(n.node_id for n in current.nodes if n.state is NodeState.PAUSED)
+        for node_id in paused:
+            self.resume(node_id)
+        self._wait_listed([self.node(node_id) for node_id in paused], timeout)
         down = [self.node(n.node_id) for n in current.nodes if not n.alive]
         if not down:
-            return ClusterUp(current, (), 0.0)
+            return ClusterUp(self.status(), (), 0.0, paused)
         for status, node in zip(current.nodes, self.nodes, strict=True):
             if status.stale_pid is not None:
                 log.warning("removed stale pid file", pid=status.stale_pid, path=str(node.pid_file))
@@ -218,7 +224,8 @@ class LocalCluster:
         if fresh and self.data_dir.exists():
             shutil.rmtree(self.data_dir)
         controller_ports = self._ensure_formatted(java, libs, running=current.alive)
-        return self._launch(down, java, libs, controller_ports, timeout)
+        result = self._launch(down, java, libs, controller_ports, timeout)
+        return ClusterUp(result.status, result.started, result.seconds, paused)
 
     def down(self, timeout: float = 30.0) -> bool:
         """Stop every node: SIGTERM to all at once, wait up to ``timeout``, then SIGKILL.
@@ -319,12 +326,7 @@ class LocalCluster:
         try:
             for node in nodes:
                 procs.append((node, node.launch(java, libs, controller_ports)))
-            wait_ready(
-                ",".join(node.bootstrap for node in nodes),
-                timeout=timeout,
-                alive=alive,
-                brokers=[node.node_id for node in nodes],
-            )
+            self._wait_listed(nodes, timeout, alive)
         except BrokerError as exc:
             for node, proc in procs:
                 if proc.poll() is None:
@@ -340,6 +342,22 @@ class LocalCluster:
         ids = tuple(node.node_id for node in nodes)
         log.debug("nodes ready", bootstrap=self.bootstrap, nodes=ids, seconds=seconds)
         return ClusterUp(self.status(), ids, seconds)
+
+    def _wait_listed(
+        self,
+        nodes: Sequence[LocalNode],
+        timeout: float,
+        alive: Callable[[], bool] = lambda: True,
+    ) -> None:
+        """Wait until the metadata of ``nodes`` lists each of them: a launched node once it
+        has registered, a continued one (fenced while it was paused) once it is back."""
+        if nodes:
+            wait_ready(
+                ",".join(node.bootstrap for node in nodes),
+                timeout=timeout,
+                alive=alive,
+                brokers=[node.node_id for node in nodes],
+            )
 
     # -- one node at a time: failure tests ------------------------------------------------
 
@@ -360,10 +378,14 @@ class LocalCluster:
         return self.node(node_id).resume()
 
     def start(self, node_id: int, timeout: float = 120.0) -> bool:
-        """Start the node when it is down; return once the metadata lists it again. False
-        if it was running already."""
+        """Start the node when it is down, continue it when paused; return once the
+        metadata lists it again. False if it was running already."""
         node = self.node(node_id)
         current = node.status()
+        if current.state is NodeState.PAUSED:
+            node.resume()
+            self._wait_listed([node], timeout)
+            return True
         if current.alive:
             return False
         if current.stale_pid is not None:
