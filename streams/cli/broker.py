@@ -1,12 +1,13 @@
-"""``streams broker up | down | status | logs``: a local Apache Kafka broker or cluster;
-``streams broker kill | stop | start | pause | resume --node N``: one node of a cluster.
+"""``streams broker up | down | status | logs``: a local Apache Kafka broker or cluster.
 
 These manage processes on this machine; they are not clients of a cluster, so they take
 ``--port``/``--data-dir`` rather than ``-b``. ``up --nodes N`` starts an N-node cluster
 (client ports PORT, PORT+1, ...; data under the state dir in ``cluster-PORT``); one node is
 the single broker (``broker-PORT``). The other commands find which of the two runs at
-``--port`` by themselves (``--nodes`` forces it). ``status`` exits 1 when the broker, or
-every node of the cluster, is down (after its JSON with ``--json``)."""
+``--port`` by themselves (``--nodes`` forces it). ``up --node ID`` and ``down --node ID``
+(``--kill``: SIGKILL, ``--pause``: SIGSTOP) act on one node of a cluster, for failure
+drills. ``status`` exits 1 when the broker, or every node of the cluster, is down (after
+its JSON with ``--json``)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ NodesOpt = typer.Option(
     metavar="N",
     help="How many nodes (default: what runs, or was last formatted, at --port; else 1).",
 )
-NodeOpt = typer.Option(..., "--node", "-n", min=1, metavar="ID", help="The node's id (1, 2, ...).")
+OneNodeOpt = typer.Option(
+    None, "--node", min=1, metavar="ID", help="Only this node of the cluster (1, 2, ...)."
+)
 
 Target = LocalBroker | LocalCluster
 
@@ -114,9 +117,17 @@ def up(
     port: int = PortOpt,
     data_dir: Path | None = DataDirOpt,
     nodes: int | None = NodesOpt,
+    node: int | None = OneNodeOpt,
     fresh: bool = typer.Option(False, "--fresh", help="Wipe the data dir first."),
 ) -> None:
     """Start the broker, or a cluster with --nodes N (idempotent: never started twice)."""
+    if node is not None:
+        cluster = _cluster(port, data_dir, nodes)
+        with console.status(f"starting node {node}"):
+            done = cluster.start(node)
+        address = cluster.node_bootstrap(node)
+        console.print(f"node {node} up at {address}" if done else f"node {node} is running")
+        return
     target = _target(port, data_dir, nodes, up=True)
     if _external_note(target):
         return
@@ -144,11 +155,9 @@ def _cluster_up(cluster: LocalCluster, fresh: bool) -> None:
     if result.already_running:
         console.print(f"{_noun(cluster)} already running at {cluster.bootstrap}")
         return
-    started = (
-        ""
-        if len(result.started) == cluster.size
-        else f" (started node {', '.join(str(n) for n in result.started)})"
-    )
+    done = [f"started node {n}" for n in result.started if len(result.started) < cluster.size]
+    done += [f"continued paused node {n}" for n in result.resumed]
+    started = f" ({', '.join(done)})" if done else ""
     console.print(
         f"{_noun(cluster)} up at {cluster.bootstrap}{started} (Apache Kafka "
         f"{cluster.version}, ready in {result.seconds:.1f} s)"
@@ -158,9 +167,24 @@ def _cluster_up(cluster: LocalCluster, fresh: bool) -> None:
 
 @app.command()
 def down(
-    port: int = PortOpt, data_dir: Path | None = DataDirOpt, nodes: int | None = NodesOpt
+    *,
+    port: int = PortOpt,
+    data_dir: Path | None = DataDirOpt,
+    nodes: int | None = NodesOpt,
+    node: int | None = OneNodeOpt,
+    kill: bool = typer.Option(False, "--kill", help="With --node: SIGKILL, as a crash would."),
+    pause: bool = typer.Option(
+        False, "--pause", help="With --node: SIGSTOP, a frozen machine (up --node continues it)."
+    ),
 ) -> None:
     """Stop the broker, or every node of the cluster, cleanly (SIGTERM, wait, then SIGKILL)."""
+    if kill and pause:
+        fail("--kill and --pause exclude each other")
+    if node is not None:
+        _node_down(_cluster(port, data_dir, nodes), node, kill=kill, pause=pause)
+        return
+    if kill or pause:
+        fail("--kill and --pause act on one node: give --node ID")
     target = _target(port, data_dir, nodes)
     if _external_note(target):
         return
@@ -169,6 +193,16 @@ def down(
         console.print(f"{what} at {target.bootstrap} stopped")
     else:
         console.print(f"no {what} running at {target.bootstrap}")
+
+
+def _node_down(cluster: LocalCluster, node: int, *, kill: bool, pause: bool) -> None:
+    if kill:
+        done, did = cluster.kill(node), "killed"
+    elif pause:
+        done, did = cluster.pause(node), "paused"
+    else:
+        done, did = cluster.stop(node), "stopped"
+    console.print(f"node {node} {did}" if done else f"node {node} is not running")
 
 
 @app.command()
@@ -297,72 +331,3 @@ def logs(
                         time.sleep(0.2)
             except KeyboardInterrupt:
                 return
-
-
-# -- one node of a cluster: failure drills ----------------------------------------------------
-
-
-@app.command()
-def kill(
-    node: int = NodeOpt,
-    port: int = PortOpt,
-    data_dir: Path | None = DataDirOpt,
-    nodes: int | None = NodesOpt,
-) -> None:
-    """SIGKILL one node of the cluster, as a crash would."""
-    cluster = _cluster(port, data_dir, nodes)
-    _report(cluster.kill(node), node, "killed", "is not running")
-
-
-@app.command()
-def stop(
-    node: int = NodeOpt,
-    port: int = PortOpt,
-    data_dir: Path | None = DataDirOpt,
-    nodes: int | None = NodesOpt,
-) -> None:
-    """Stop one node of the cluster cleanly (SIGTERM: it hands over its leaderships)."""
-    cluster = _cluster(port, data_dir, nodes)
-    _report(cluster.stop(node), node, "stopped", "is not running")
-
-
-@app.command()
-def start(
-    node: int = NodeOpt,
-    port: int = PortOpt,
-    data_dir: Path | None = DataDirOpt,
-    nodes: int | None = NodesOpt,
-) -> None:
-    """Start one node of the cluster again; returns once the metadata lists it."""
-    cluster = _cluster(port, data_dir, nodes)
-    with console.status(f"starting node {node}"):
-        done = cluster.start(node)
-    _report(done, node, f"up at {cluster.node_bootstrap(node)}", "is running already")
-
-
-@app.command()
-def pause(
-    node: int = NodeOpt,
-    port: int = PortOpt,
-    data_dir: Path | None = DataDirOpt,
-    nodes: int | None = NodesOpt,
-) -> None:
-    """SIGSTOP one node: it keeps its ports and answers nothing (a frozen machine)."""
-    cluster = _cluster(port, data_dir, nodes)
-    _report(cluster.pause(node), node, "paused", "is not running")
-
-
-@app.command()
-def resume(
-    node: int = NodeOpt,
-    port: int = PortOpt,
-    data_dir: Path | None = DataDirOpt,
-    nodes: int | None = NodesOpt,
-) -> None:
-    """SIGCONT a paused node."""
-    cluster = _cluster(port, data_dir, nodes)
-    _report(cluster.resume(node), node, "resumed", "is not running")
-
-
-def _report(done: bool, node: int, did: str, otherwise: str) -> None:
-    console.print(f"node {node} {did}" if done else f"node {node} {otherwise}")

@@ -21,8 +21,8 @@ inside the container fixtures, after that check.
 replication factor 3, min ISR 2) on free ports in a temporary folder, stopped at the end.
 It is always its own, whatever the broker mode: its tests kill, stop and pause nodes
 (``kill(node_id)``, ``pause``, ``start``, ``wait_in_sync``...). A test that breaks a node
-should leave the cluster whole again (``resume``, ``up()``, then ``wait_in_sync()``) for
-the next one; run such tests in one process, not on pytest-xdist workers that each start
+should leave it whole again (``up()``, which also continues paused nodes, then
+``wait_in_sync()``) for the next one; run such tests in one process, not on pytest-xdist workers that each start
 three JVMs.
 
 Tests that use the broker are marked ``integration``, tests that use Docker ``container``,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from streams.broker import LocalCluster, NodeState
+from streams.broker import LocalCluster
 
 
 @pytest.fixture(autouse=True)
@@ -16,8 +16,5 @@ def _whole_cluster_after(request: pytest.FixtureRequest) -> Iterator[None]:
     if "kafka_cluster" not in request.fixturenames:
         return
     cluster: LocalCluster = request.getfixturevalue("kafka_cluster")
-    for node in cluster.status().nodes:
-        if node.state is NodeState.PAUSED:
-            cluster.resume(node.node_id)
-    cluster.up()
+    cluster.up()  # starts the nodes that are down, continues the paused ones
     cluster.wait_in_sync(timeout=120)

@@ -1,5 +1,6 @@
-"""`streams broker up --nodes 3`, `status`, node drills and `down`, through the command
-(a cluster of its own on free ports, so the session's cluster is untouched)."""
+"""`streams broker up --nodes 3`, `status`, the node drills (`down --node ID --kill`, ...)
+and `down`, through the command: a cluster of its own on free ports, so the session's
+cluster is untouched."""
 
 from __future__ import annotations
 
@@ -63,17 +64,30 @@ def test_up_status_drills_and_down(tmp_path: Path) -> None:
         for i in range(3):
             assert f"127.0.0.1:{port + i}" in status.stdout
 
-        assert streams("broker", "kill", "--node", "2", *where).stdout == "node 2 killed\n"
-        assert streams("broker", "pause", "--node", "3", *where).stdout == "node 3 paused\n"
+        kill = streams("broker", "down", "--node", "2", "--kill", *where)
+        assert kill.stdout == "node 2 killed\n", kill.stderr
+        pause = streams("broker", "down", "--node", "3", "--pause", *where)
+        assert pause.stdout == "node 3 paused\n", pause.stderr
         assert node_states(where) == {1: "running", 2: "down", 3: "paused"}
-        assert streams("broker", "resume", "--node", "3", *where).returncode == 0
-        started = streams("broker", "start", "--node", "2", *where)
-        assert f"node 2 up at 127.0.0.1:{port + 1}" in started.stdout, started.stderr
-        assert node_states(where) == {1: "running", 2: "running", 3: "running"}
+        degraded = streams("broker", "status", *where)
+        assert (
+            degraded.returncode == 0 and "3 nodes: 1 running, 1 down, 1 paused" in degraded.stdout
+        )
 
-        bad = streams("broker", "kill", "--node", "4", *where)
+        started = streams("broker", "up", "--node", "2", *where)
+        assert f"node 2 up at 127.0.0.1:{port + 1}" in started.stdout, started.stderr
+        whole = streams("broker", "up", *where)
+        assert "(continued paused node 3)" in whole.stdout, whole.stderr
+        assert node_states(where) == {1: "running", 2: "running", 3: "running"}
+        stop = streams("broker", "down", "--node", "1", *where)
+        assert stop.stdout == "node 1 stopped\n", stop.stderr
+        assert node_states(where) == {1: "down", 2: "running", 3: "running"}
+
+        bad = streams("broker", "down", "--node", "4", *where)
         assert bad.returncode == 1
         assert bad.stderr.strip() == "error: no node 4: the cluster's nodes are 1 to 3"
+        both = streams("broker", "down", "--kill", *where)
+        assert both.stderr.strip() == "error: --kill and --pause act on one node: give --node ID"
     finally:
         down = streams("broker", "down", *where)
     assert down.returncode == 0
