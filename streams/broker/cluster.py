@@ -12,12 +12,12 @@ offsets, transaction and share-state topics (``streams.broker.node.replication_d
 Client ports are ``port, port+1, ...`` unless ``ports`` names them.
 
 ``up`` launches every node that is down at once (a node waits for a quorum of its peers),
-continues the paused ones, and returns when the metadata lists them all. Per-node control is for failure tests:
-``kill`` (SIGKILL), ``stop`` (SIGTERM, a controlled shutdown), ``pause``/``resume``
-(SIGSTOP/SIGCONT), ``start``/``restart`` (returns once the node is back in the metadata),
-and ``wait_in_sync`` (every partition's ISR is all its replicas). Every wait polls a real
-condition against a deadline and raises ``BrokerError`` when it passes; none sleeps in
-place of a condition.
+continues the paused ones, and returns when the metadata lists them all. Per-node control
+is for failure tests: ``kill`` (SIGKILL), ``stop`` (SIGTERM, a controlled shutdown),
+``pause``/``resume`` (SIGSTOP/SIGCONT), ``start``/``restart`` (returns once the node is
+back in the metadata), and ``wait_in_sync`` (every partition's ISR is all its replicas).
+Every wait polls a real condition against a deadline and raises ``BrokerError`` when it
+passes; none sleeps in place of a condition.
 
 ``LocalBroker`` (``streams.broker.local``) is the one-node case of this class.
 """

@@ -22,8 +22,8 @@ replication factor 3, min ISR 2) on free ports in a temporary folder, stopped at
 It is always its own, whatever the broker mode: its tests kill, stop and pause nodes
 (``kill(node_id)``, ``pause``, ``start``, ``wait_in_sync``...). A test that breaks a node
 should leave it whole again (``up()``, which also continues paused nodes, then
-``wait_in_sync()``) for the next one; run such tests in one process, not on pytest-xdist workers that each start
-three JVMs.
+``wait_in_sync()``) for the next one; run such tests in one process, not on pytest-xdist
+workers that would each start three JVMs.
 
 Tests that use the broker are marked ``integration``, tests that use Docker ``container``,
 tests that use ``kafka_cluster`` ``cluster``.
