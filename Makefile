@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-unit test-integration test-container lint docs docs-serve fmt bench \
+.PHONY: help setup demo test test-unit test-integration test-container test-cluster lint docs docs-serve fmt bench \
         broker-up broker-down broker-status image up down clean dist
 
 help: ## list the targets
@@ -29,8 +29,11 @@ setup: $(STAMP) ## create the virtualenv and install the package with its dev ex
 demo: $(STAMP) ## run the tour on the local broker (started if needed)
 	$(BIN)/streams demo
 
-test: $(STAMP) ## run every test: unit, integration (real broker), container (TEST_WORKERS=2)
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+# The cluster tests run after the rest, in one process: they kill nodes of a three-node
+# cluster and need the CPU its JVMs take, which xdist workers would each start again.
+test: $(STAMP) ## run every test: unit, integration (real broker), container (TEST_WORKERS=2), then cluster
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal --ignore=tests/cluster $(PYTEST_ARGS)
+	$(BIN)/pytest tests/cluster $(PYTEST_ARGS)
 
 test-unit: $(STAMP) ## unit tests only (no broker)
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
@@ -40,6 +43,9 @@ test-integration: $(STAMP) ## integration tests against a real broker
 
 test-container: $(STAMP) ## container tests (Docker; the image from `make image`)
 	$(BIN)/pytest tests/container $(PYTEST_ARGS)
+
+test-cluster: $(STAMP) ## cluster tests: a local three-node cluster, nodes killed and paused
+	$(BIN)/pytest tests/cluster $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff and mypy
 	$(BIN)/ruff check streams tests $(wildcard topology)

@@ -46,9 +46,9 @@ def run(ctx: BenchContext) -> list[Row]:
                             on_cluster, ENRICH, cluster_in, unique, *alos
                         )[0],
                         "eos1": lambda: instance_rate(ctx, ENRICH, single_in, unique, *eos)[0],
-                        "eos3": lambda: instance_rate(
-                            on_cluster, ENRICH, cluster_in, unique, *eos
-                        )[0],
+                        "eos3": lambda: instance_rate(on_cluster, ENRICH, cluster_in, unique, *eos)[
+                            0
+                        ],
                     },
                 )
         finally:

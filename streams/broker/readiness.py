@@ -1,10 +1,11 @@
-"""Readiness of a broker means a metadata request succeeds, nothing less."""
+"""Readiness of a broker means a metadata request succeeds, nothing less; of a cluster,
+that the metadata lists every broker it should have."""
 
 from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from confluent_kafka.admin import AdminClient
 
@@ -23,14 +24,20 @@ def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def metadata_ok(bootstrap: str, timeout: float = 2.0) -> bool:
-    """True when the cluster at ``bootstrap`` answers a metadata request with a broker."""
+def broker_ids(bootstrap: str, timeout: float = 2.0) -> set[int] | None:
+    """The ids of the brokers the cluster at ``bootstrap`` lists in its metadata (fenced
+    brokers are left out by Kafka), or None when no metadata request succeeds."""
     admin = AdminClient({"bootstrap.servers": bootstrap, **_QUIET})
     try:
         meta = admin.list_topics(timeout=timeout)
     except Exception:  # KafkaException of any kind: not ready yet
-        return False
-    return bool(meta.brokers)
+        return None
+    return {int(broker_id) for broker_id in meta.brokers}
+
+
+def metadata_ok(bootstrap: str, timeout: float = 2.0) -> bool:
+    """True when the cluster at ``bootstrap`` answers a metadata request with a broker."""
+    return bool(broker_ids(bootstrap, timeout))
 
 
 def wait_ready(
@@ -38,19 +45,30 @@ def wait_ready(
     timeout: float,
     alive: Callable[[], bool] = lambda: True,
     poll_interval: float = 0.1,
+    brokers: Collection[int] = (),
 ) -> None:
-    """Block until a metadata request to ``bootstrap`` succeeds.
+    """Block until a metadata request to ``bootstrap`` succeeds and lists every id in
+    ``brokers`` (any broker when empty).
 
-    Raises BrokerError when ``timeout`` passes, or as soon as ``alive()`` says the process
+    Raises BrokerError when ``timeout`` passes, or as soon as ``alive()`` says a process
     that should serve it has exited.
     """
-    host, _, port = bootstrap.split(",", maxsplit=1)[0].rpartition(":")
+    addresses = [a.rpartition(":") for a in bootstrap.split(",")]
+    wanted = set(brokers)
     deadline = time.monotonic() + timeout
+    seen: set[int] | None = None
     while time.monotonic() < deadline:
         if not alive():
             raise BrokerError("the broker process exited while starting")
         # A cheap TCP check first, then the real test: a metadata round trip.
-        if port_accepts(host, int(port)) and metadata_ok(bootstrap):
-            return
+        if any(port_accepts(host, int(port)) for host, _, port in addresses):
+            seen = broker_ids(bootstrap)
+            if seen and wanted <= seen:
+                return
         time.sleep(poll_interval)
+    if wanted and seen is not None:
+        missing = ", ".join(str(b) for b in sorted(wanted - seen))
+        raise BrokerError(
+            f"the metadata of {bootstrap} lacks broker(s) {missing} after {timeout:.0f} s"
+        )
     raise BrokerError(f"no metadata from {bootstrap} within {timeout:.0f} s")

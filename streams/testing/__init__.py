@@ -5,6 +5,8 @@ are available in any project that depends on Streams (``--kafka {external,contai
 picks the broker):
 
 - ``kafka_bootstrap`` (session): bootstrap address of a real broker.
+- ``kafka_cluster`` (session): a local three-node cluster (``LocalCluster``) of its own,
+  for tests that kill, stop or pause nodes.
 - ``kafka_admin``: an AdminClient for it.
 - ``make_topic``: create a uniquely named topic, deleted after the test.
 - ``app_id``: a unique app id; the topics the app made (``<app_id>-...``) are deleted after.
@@ -15,7 +17,7 @@ picks the broker):
   saying why (on CI they fail). Everything else here works without the extra.
 - ``run_topology``: ``streams run <file>`` in the background for the test's duration.
 
-The same helpers work without pytest: ``KafkaContainer``, ``produce_envelopes``,
+The same helpers work without pytest: ``KafkaContainer``, ``LocalCluster``, ``produce_envelopes``,
 ``wait_for_records``, ``wait_until``.
 
 ``TestDriver`` runs a topology in memory (no broker) for unit tests; ``window_oracle``
@@ -24,6 +26,7 @@ says what a windowed aggregation should produce, computed the plain way.
 
 from typing import TYPE_CHECKING
 
+from streams.broker import LocalCluster
 from streams.testing.docker_daemon import (
     LOCAL_IMAGE,
     OFFICIAL_IMAGE,
@@ -67,6 +70,7 @@ __all__ = [
     "ContainerError",
     "KafkaContainer",
     "KafkaIO",
+    "LocalCluster",
     "OutputRecord",
     "ProduceError",
     "TestDriver",

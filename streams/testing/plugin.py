@@ -17,7 +17,16 @@ extra (testcontainers, docker) is not installed; when ``CI`` is true or
 loads in every pytest session where Streams is installed, so it imports the extra only
 inside the container fixtures, after that check.
 
-Tests that use the broker are marked ``integration``, tests that use Docker ``container``.
+``kafka_cluster`` (session) is a local three-node cluster (``LocalCluster``: KRaft,
+replication factor 3, min ISR 2) on free ports in a temporary folder, stopped at the end.
+It is always its own, whatever the broker mode: its tests kill, stop and pause nodes
+(``kill(node_id)``, ``pause``, ``start``, ``wait_in_sync``...). A test that breaks a node
+should leave it whole again (``up()``, which also continues paused nodes, then
+``wait_in_sync()``) for the next one; run such tests in one process, not on pytest-xdist
+workers that would each start three JVMs.
+
+Tests that use the broker are marked ``integration``, tests that use Docker ``container``,
+tests that use ``kafka_cluster`` ``cluster``.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streams.broker import LocalBroker, free_port
+from streams.broker import LocalBroker, LocalCluster, free_port, free_ports
 from streams.cluster import admin_client, delete_app_topics
 from streams.config import BOOTSTRAP_ENV, external_bootstrap
 from streams.errors import StreamsError
@@ -51,6 +60,7 @@ REQUIRE_DOCKER_ENV = "STREAMS_REQUIRE_DOCKER"
 
 _BROKER_FIXTURES = {"kafka_bootstrap", "kafka_admin", "make_topic", "kafka_io", "run_topology"}
 _DOCKER_FIXTURES = {"kafka_container", "make_kafka_container", "docker_network"}
+_CLUSTER_FIXTURES = {"kafka_cluster"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -73,6 +83,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: needs a real Kafka broker")
     config.addinivalue_line("markers", "container: needs Docker (testcontainers)")
+    config.addinivalue_line(
+        "markers", "cluster: runs a local multi-node Kafka cluster and fails its nodes"
+    )
     summary = _ContainerSummary()
     config.stash[_SUMMARY] = summary
     config.pluginmanager.register(summary, "streams-container-summary")
@@ -86,6 +99,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
         if _DOCKER_FIXTURES & names:
             item.add_marker(pytest.mark.container)
+        if _CLUSTER_FIXTURES & names:
+            item.add_marker(pytest.mark.cluster)
 
 
 class _ContainerSummary:
@@ -250,6 +265,17 @@ def kafka_bootstrap(
         yield broker.bootstrap
     finally:
         broker.down()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A local three-node Kafka cluster for the whole session (see the module docstring)."""
+    cluster = LocalCluster(3, ports=free_ports(3), data_dir=tmp_path_factory.mktemp("cluster"))
+    cluster.up()
+    try:
+        yield cluster
+    finally:
+        cluster.down()
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from streams.broker import LocalBroker, free_port
-from streams.broker.local import _wait_exit, port_in_use
+from streams.broker.node import port_in_use, wait_exit
 from streams.cluster import admin_client, create_topic
 
 pytestmark = pytest.mark.integration
@@ -117,7 +117,7 @@ def test_up_is_idempotent_kill_is_detected_and_up_recovers(tmp_path: Path) -> No
         assert f"pid {pid}" in status.stdout and "Apache Kafka 4." in status.stdout
 
         os.kill(pid, signal.SIGKILL)
-        assert _wait_exit(pid, 30)
+        assert wait_exit(pid, 30)
         down = streams("broker", "status", *where)
         assert down.returncode == 1
         assert "broker is down" in down.stderr
