@@ -118,7 +118,10 @@ def replay_through(
         if all(committed.get(tp, -1) >= end for tp, end in ends.items()):
             runtime.stop()
 
-    cfg = config or RuntimeConfig(bootstrap=cluster.bootstrap, client=cluster.settings)
+    # Not a static member: the run ends for good, its group must empty at once.
+    cfg = config or RuntimeConfig(
+        bootstrap=cluster.bootstrap, client=cluster.settings, static_membership=False
+    )
     runtime = Runtime(topology, cfg, on_tick=tick, intake=[lambda step: PastTheEnd(step, ends)])
     runtime.run()
     committed = cluster.committed(app_id, [(plan.topic, r.partition) for r in plan.ranges])
