@@ -433,6 +433,11 @@ class Runtime:
 
     # -- rebalance -------------------------------------------------------------------------
     def _on_assign(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        if not partitions:
+            # Incremental rebalances (cooperative-sticky, and every one on the consumer
+            # protocol) end a revoke with an empty assignment: nothing assigned, nothing to log.
+            self.health.assigned = True
+            return
         started = time.monotonic()
         keys = _keys(partitions)
         self._partitions.assign(keys)
