@@ -235,6 +235,7 @@ def test_on_the_consumer_group_protocol_a_rebalance_mid_stream_keeps_each_input_
     app_id = unique_topic_name("eos-848")
     sent = inputs()[:6_000]
     first, second = sent[:3_000], sent[3_000:]
+    assigned = '"event": "partitions assigned"'
 
     def start(machine: str) -> subprocess.Popen[bytes]:
         cmd = [
@@ -257,8 +258,10 @@ def test_on_the_consumer_group_protocol_a_rebalance_mid_stream_keeps_each_input_
         produce_envelopes(kafka_bootstrap, topic, first, codec)
         reader.wait_for(at_least(len(first) // 2), 60, what="the first outputs")
         b = start("b")
-        produce_envelopes(kafka_bootstrap, topic, second, codec)
+        # a gives up part of its partitions, then b takes them (a heartbeat later)
         wait_until(lambda: "partitions revoked" in (tmp_path / "a.log").read_text(), 60)
+        wait_until(lambda: assigned in (tmp_path / "b.log").read_text(), 60)
+        produce_envelopes(kafka_bootstrap, topic, second, codec)
         wait_until(lambda: caught_up(kafka_bootstrap, app_id, topic), 90, what="caught up")
         reader.wait_for(at_least(len(sent)), 60, what="every output")
         for proc in (a, b):
@@ -276,6 +279,5 @@ def test_on_the_consumer_group_protocol_a_rebalance_mid_stream_keeps_each_input_
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    assert '"partitions assigned"' in (tmp_path / "b.log").read_text()
     assert_each_once(reader.records, sent)
     assert len(reader.records) == len(sent)
