@@ -120,13 +120,48 @@ def bounded_prefetch(kbytes: int) -> dict[str, Any]:
     return {"queued.max.messages.kbytes": kbytes, "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS}
 
 
+CONSUMER_PROTOCOL = "consumer"
+"""``group.protocol`` of KIP-848 groups: the broker assigns and times sessions."""
+
+CLASSIC_ONLY = {
+    "session.timeout.ms": "the broker's group.consumer.session.timeout.ms sets it",
+    "heartbeat.interval.ms": "the broker's group.consumer.heartbeat.interval.ms sets it",
+    "partition.assignment.strategy": "use group.remote.assignor (range or uniform)",
+    "group.protocol.type": "it belongs to the classic protocol",
+}
+"""Consumer settings librdkafka refuses with ``group.protocol=consumer`` (tried on 2.16:
+the consumer is not created), and what to do instead."""
+
+
+def group_protocol(settings: Mapping[str, Any]) -> str:
+    """The consumer group protocol ``settings`` choose: ``classic`` (librdkafka's default)
+    or ``consumer`` (KIP-848); librdkafka reads the value in any case."""
+    return str(settings.get("group.protocol", "classic")).strip().lower()
+
+
+def check_group_settings(settings: Mapping[str, Any]) -> None:
+    """Raise ClientConfigError naming the first setting of ``settings`` that their group
+    protocol refuses (librdkafka would fail the consumer's creation with a stack trace)."""
+    if group_protocol(settings) != CONSUMER_PROTOCOL:
+        return
+    for key, instead in CLASSIC_ONLY.items():
+        if key in settings:
+            raise ClientConfigError(
+                f"{key} cannot be set with group.protocol=consumer ({instead}); "
+                "drop it, or use group.protocol=classic"
+            )
+
+
 def client_config(
     bootstrap: str, settings: Mapping[str, Any] | None = None, **defaults: Any
 ) -> dict[str, Any]:
     """The librdkafka config of a client Streams makes: ``bootstrap``, librdkafka's own log
     through ``streams.logs.KAFKA_LOG`` (never raw on stderr), the caller's ``defaults``
-    (keys with dots as ``**{"linger.ms": 5}``), then the user's ``settings``, which win."""
+    (keys with dots as ``**{"linger.ms": 5}``), then the user's ``settings``, which win.
+    Raises ClientConfigError for user settings their group protocol refuses
+    (``check_group_settings``)."""
     # here, not at the top: importing streams.config stays light (no structlog)
     from streams.logs import KAFKA_LOG  # noqa: PLC0415
 
+    check_group_settings(settings or {})
     return {"bootstrap.servers": bootstrap, "logger": KAFKA_LOG, **defaults, **(settings or {})}

@@ -70,7 +70,15 @@ StateDirOpt = typer.Option(
 InstanceIdOpt = typer.Option(
     None,
     "--instance-id",
-    help="Stable name of this instance (state dir, transactional.id); default: a free slot.",
+    help="Stable name of this instance (state dir, transactional.id, group.instance.id); "
+    "unique across machines; default: a free slot on this machine.",
+)
+StaticOpt = typer.Option(
+    True,
+    "--static-membership/--no-static-membership",
+    help="Join the group as a static member named like the instance (classic protocol): a "
+    "restart takes its partitions back at once, but a stopped instance's partitions wait "
+    "for the session timeout (10 s).",
 )
 # --connect-timeout is run's first name for it: still read, not shown (cli/_help.py).
 TimeoutOpt = typer.Option(
@@ -176,6 +184,7 @@ def run(  # noqa: PLR0917 - a command's options
     guarantee: str | None = GuaranteeOpt,
     state_dir: str | None = StateDirOpt,
     instance_id: str | None = InstanceIdOpt,
+    static_membership: bool = StaticOpt,
     config_file: Path | None = ConfigFileOpt,
     timeout: float = TimeoutOpt,
     stall_warning: float = StallOpt,
@@ -222,6 +231,7 @@ def run(  # noqa: PLR0917 - a command's options
         args += ["--concurrency", str(concurrency)] if concurrency else []
         args += ["--ordering", ordering] if ordering else []
         args += ["--replication-factor", str(replication_factor)]
+        args += [] if static_membership else ["--no-static-membership"]
         ports = {"--metrics-port": metrics_port, "--query-port": query_port}
         raise typer.Exit(_supervise(args, instances, ports))
     config = instance_config(
@@ -233,6 +243,7 @@ def run(  # noqa: PLR0917 - a command's options
         processing_guarantee=guarantee,
         state_dir=state_dir,
         instance_id=instance_id,
+        static_membership=static_membership,
         stall_warning_s=stall_warning,
         stall_after_s=stall_after,
         metrics_port=metrics_port,

@@ -289,10 +289,11 @@ def failure_handler(topology: Topology, state: StateManager | None) -> FailureHa
     return FailureHandler(topology.app_id, policy, store_for=room_store)
 
 
-def consumer_overrides(topology: Topology) -> dict[str, str]:
-    """Consumer settings co-located partitions need: the range assignor, so partition *n*
+def needs_range_assignor(topology: Topology) -> bool:
+    """Whether co-located partitions need the range assignor (the client's or, with
+    KIP-848, the broker's: ``streams.runtime.config.group_membership``), so partition *n*
     of an input and of its retry tiers land on the same instance (its waiting room is
     there), and so do partition *n* of a stream and of the table it joins."""
     kinds = (StepKind.JOIN, StepKind.WINDOW_JOIN, StepKind.TABLE_JOIN)
     joins = any(step.kind in kinds for step in topology.steps)
-    return {"partition.assignment.strategy": "range"} if topology.retry_policies or joins else {}
+    return bool(topology.retry_policies) or joins

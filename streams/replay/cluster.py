@@ -390,11 +390,22 @@ class Cluster:
                 group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
             )
         ]
-        result = self._request(
-            f"commit offsets of group {group!r}",
-            lambda: self.admin.alter_consumer_group_offsets(request, request_timeout=self.timeout),
-        )[group]
-        failed = [tp for tp in result.topic_partitions if tp.error is not None]
+        what = f"commit offsets of group {group!r}"
+
+        def commit() -> list[Any]:  # TopicPartitions with an error
+            result = self._request(
+                what,
+                lambda: self.admin.alter_consumer_group_offsets(
+                    request, request_timeout=self.timeout
+                ),
+            )[group]
+            failed = [tp for tp in result.topic_partitions if tp.error is not None]
+            if failed and failed[0].error.code() in _MOVING:
+                # A fresh cluster's coordinator answers per partition: asked again.
+                raise KafkaException(failed[0].error)
+            return failed
+
+        failed = self._wait(what, commit)
         if failed:
             tp = failed[0]
             raise ClusterError(

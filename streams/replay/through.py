@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from streams.coordinates import TP
 from streams.pipeline.record import Record
@@ -100,7 +100,11 @@ def replay_through(
         raise ReplayError(
             f"app id {app_id!r} already has committed offsets: reprocess under a new --app-id"
         )
-    cfg = config or RuntimeConfig(bootstrap=cluster.bootstrap, client=cluster.settings)
+    # Not a static member: the run ends for good, its group must empty at once.
+    cfg = replace(
+        config or RuntimeConfig(bootstrap=cluster.bootstrap, client=cluster.settings),
+        static_membership=False,
+    )
     prepare_topics(cfg.topics(cluster.admin), topology)
     cluster.alter_committed(app_id, start_offsets(cluster, plan, topology))
     ends = {(plan.topic, r.partition): r.end for r in plan.ranges if r.size > 0}

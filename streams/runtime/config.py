@@ -1,4 +1,9 @@
-"""How one runtime instance connects and batches: options, env, and librdkafka configs."""
+"""How one runtime instance connects and batches: options, env, and librdkafka configs.
+
+How the instance's consumer joins its group is decided here, once (``group_membership``),
+for the protocol the user's settings choose (``group.protocol``: ``classic``, the
+default, or ``consumer``, KIP-848).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streams.cluster import Topics
-from streams.config import bounded_prefetch, client_config
+from streams.config import CONSUMER_PROTOCOL, bounded_prefetch, client_config, group_protocol
 
 PREFETCH_KBYTES = 2_048
 """What an instance's consumer keeps fetched ahead, at most (see ``consumer_config``)."""
@@ -60,22 +65,33 @@ class RuntimeConfig:
     # repartition topics); -1: the cluster's default.replication.factor (Kafka Streams'
     # replication.factor since 3.0), so a three-node cluster's topics outlive a node.
     replication_factor: int = -1
+    # Join the group as a static member named like the instance (``group.instance.id``,
+    # classic protocol only: ``group_membership``): a restart takes its partitions back at
+    # once, but a stopped instance's partitions wait for the session timeout.
+    static_membership: bool = True
 
     def topics(self, admin: Any) -> Topics:
         """The door through which the instance creates and sizes its topics."""
         return Topics(admin, self.replication_factor, self.shutdown_timeout_s)
 
-    def consumer_config(self, group_id: str) -> dict[str, Any]:
+    def consumer_config(
+        self, group_id: str, *, range_assignor: bool = False, group_instance_id: str | None = None
+    ) -> dict[str, Any]:
+        """The instance's consumer of group ``group_id``: ``range_assignor`` when partition
+        *n* of every input must land on one instance; ``group_instance_id``: its static
+        member name (see ``group_membership``)."""
+        settings = {**self.client, **self.consumer}
+        member = self.static_membership and group_instance_id is not None
         defaults = {
             "group.id": group_id,
-            "partition.assignment.strategy": "cooperative-sticky",
+            **group_membership(
+                settings,
+                range_assignor=range_assignor,
+                group_instance_id=group_instance_id if member else None,
+            ),
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "auto.offset.reset": self.auto_offset_reset,
-            # A crashed instance's partitions move after this long; 10 s is Kafka Streams'
-            # order of magnitude without making every restart wait 45 s.
-            "session.timeout.ms": 10_000,
-            "heartbeat.interval.ms": 2_000,
             # Prefetch: 2 MB for the whole consumer, not librdkafka's 64 MB (seconds of
             # work at our rates; 16 MB cost 80 MB of peak RSS in the throughput bench for no
             # speed), refilled 5 ms after there is room (``bounded_prefetch``). Measured on
@@ -86,7 +102,7 @@ class RuntimeConfig:
             # stated: exactly-once outputs upstream stay exactly-once through us).
             "isolation.level": "read_committed",
         }
-        return client_config(self.bootstrap, {**self.client, **self.consumer}, **defaults)
+        return client_config(self.bootstrap, settings, **defaults)
 
     def share_consumer_config(self, group_id: str) -> dict[str, Any]:
         """A share group's consumer: records acknowledged one by one, by the chain."""
@@ -113,6 +129,33 @@ class RuntimeConfig:
             **eos,
         }
         return client_config(self.bootstrap, {**self.client, **self.producer}, **defaults)
+
+
+def group_membership(
+    settings: Mapping[str, Any], *, range_assignor: bool, group_instance_id: str | None
+) -> dict[str, Any]:
+    """How a consumer that subscribes joins its group, under the protocol the user's
+    ``settings`` choose (the caller puts ``settings`` after these, so they win).
+
+    Classic: the cooperative-sticky assignor (``range`` when asked), a 10 s session and,
+    with ``group_instance_id``, static membership (KIP-345). Consumer (KIP-848): the broker
+    times sessions and librdkafka refuses the classic settings; the broker's ``range``
+    assignor when asked (else its default, ``uniform``). Never static there: with
+    librdkafka 2.16 on Kafka 4.4 a static member restarted after a crash gets a fatal
+    UNRELEASED_INSTANCE_ID until the broker expires its predecessor (45 s by default).
+    Every rebalance is incremental with either (confluent-kafka applies each callback's
+    partitions with ``incremental_assign``/``incremental_unassign``)."""
+    if group_protocol(settings) == CONSUMER_PROTOCOL:
+        return {"group.remote.assignor": "range"} if range_assignor else {}
+    static = {"group.instance.id": group_instance_id} if group_instance_id is not None else {}
+    return {
+        "partition.assignment.strategy": "range" if range_assignor else "cooperative-sticky",
+        # A crashed instance's partitions move after this long; 10 s is Kafka Streams'
+        # order of magnitude without making every restart wait 45 s.
+        "session.timeout.ms": 10_000,
+        "heartbeat.interval.ms": 2_000,
+        **static,
+    }
 
 
 def split_client_overrides(

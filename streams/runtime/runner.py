@@ -9,6 +9,10 @@ Contract and timing:
 - The consumer group is the app id, with cooperative-sticky assignment: start more
   instances to scale out (with failure routing: the range assignor, so partition *n* of
   an input and of its retry tiers land on the same instance, where its waiting room is).
+  The group protocol is the user's (``group.protocol``: classic or consumer, KIP-848;
+  rebalances are incremental with both); on the classic one the instance is a static
+  member named by its slot (``static_membership``), so a restart takes its partitions
+  back without a rebalance (``streams.runtime.config.group_membership``).
   Records are consumed in batches and processed one at a time, in offset order per
   partition, on this thread; records of one key are never reordered.
 - Each record goes through the chain of steps assembled once from the topology
@@ -53,9 +57,9 @@ from streams.pipeline.commit import Committer
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure
 from streams.pipeline.failure import (
     OnSkip,
-    consumer_overrides,
     failure_handler,
     failure_topics,
+    needs_range_assignor,
 )
 from streams.pipeline.offsets import Partitions
 from streams.pipeline.produce import OutputSink
@@ -68,7 +72,15 @@ from streams.runtime.errors import RecordFailed
 from streams.runtime.query import Tables, client_id
 from streams.runtime.recovery import Recovery
 from streams.runtime.stall import PartitionEnds, StallWatch
-from streams.runtime.state import RuntimeState, crash_guard, needs_state, processing_guarantee
+from streams.runtime.state import (
+    RuntimeState,
+    claim_slot,
+    crash_guard,
+    identity,
+    needs_state,
+    processing_guarantee,
+    transactional_id,
+)
 from streams.state import StateManager
 from streams.topology import Topology
 from streams.topology.plan import Plan
@@ -124,21 +136,27 @@ class Runtime:
         self._log = log = get_logger("streams.runtime", app=app)
         guarantee = processing_guarantee(topology, config)
         self._state: RuntimeState | None = None
-        if needs_state(topology, guarantee):
-            self._state = RuntimeState.open(topology, config, clients.consumer, clock)
+        stateful = needs_state(topology, guarantee)
+        # A static member is named by its slot, so a stateless instance claims one too.
+        self._slot = claim_slot(app, config) if stateful or config.static_membership else None
+        if stateful:
+            self._state = RuntimeState.open(topology, config, self._slot, clients.consumer, clock)
         state = self._state.manager if self._state is not None else None
         self._guard = crash_guard(app, config, self._state)
         handler = failure_handler(topology, state)  # adds the waiting rooms to ``state``
         tid = None
-        if guarantee == "exactly_once" and self._state is not None:
-            tid = self._state.transactional_id(app, config.instance_id)
+        if guarantee == "exactly_once":
+            tid = transactional_id(app, config, self._slot)
 
         def make_producer() -> Any:
             return clients.producer({**config.producer_config(tid), **stats_settings})
 
         consumer_config = {
-            **config.consumer_config(app),
-            **consumer_overrides(topology),
+            **config.consumer_config(
+                app,
+                range_assignor=needs_range_assignor(topology),
+                group_instance_id=identity(app, config, self._slot),
+            ),
             "error_cb": self._client_error,
         }
         # The query port is bound now: the consumer advertises it to the group.
@@ -411,6 +429,11 @@ class Runtime:
 
     # -- rebalance -------------------------------------------------------------------------
     def _on_assign(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        if not partitions:
+            # Incremental rebalances (cooperative-sticky, and every one on the consumer
+            # protocol) end a revoke with an empty assignment: nothing assigned, nothing to log.
+            self.health.assigned = True
+            return
         started = time.monotonic()
         keys = _keys(partitions)
         self._partitions.assign(keys)
@@ -512,7 +535,9 @@ class Runtime:
             self._guard.close()  # an orderly end: no partition died with a record in hand
         self._committer.close()
         if self._state is not None:
-            self._state.close()  # stores closed, local copies kept; slot released
+            self._state.close()  # stores closed, local copies kept
+        if self._slot is not None:
+            self._slot.close()
 
 
 def _keys(partitions: list[TopicPartition]) -> list[TP]:

@@ -3,14 +3,16 @@
 A stateful or exactly-once instance needs an identity that survives its own restart and
 that no live instance shares: its local state lives under it (``<state dir>/<app>/
 instance-<n>/``, so a restart finds its checkpoints and two instances on one machine never
-open the same RocksDB), and its ``transactional.id`` is built from it (``<app>-<n>``), so a
-restarted instance fences its crashed predecessor and aborts its open transaction at once
-instead of leaving read_committed readers stalled until the transaction times out.
+open the same RocksDB), and its identity in the cluster is built from it (``identity``):
+its ``transactional.id``, so a restarted instance fences its crashed predecessor and
+aborts its open transaction at once instead of leaving read_committed readers stalled
+until the transaction times out; and its ``group.instance.id`` (static membership), so a
+restarted instance takes its partitions back without a rebalance.
 A numbered slot's id also carries a random token made at its first claim and kept in
 the slot's directory (``<app>-<n>-<token>``): instance 0 of one machine and instance 0
-of another never share a ``transactional.id`` (one would fence the other), and a
-restart on the same machine still finds its own. Zombies of other machines are fenced
-by the consumer group (exactly-once v2: offsets are sent with the group's metadata).
+of another never share an identity (one would fence the other), and a restart on the
+same machine still finds its own. Zombies of other machines are fenced by the consumer
+group (exactly-once v2: offsets are sent with the group's metadata).
 
 Slot ``n`` is held by an exclusive ``flock`` on ``instance-<n>.lock``; the kernel releases
 it when the process dies, even by SIGKILL, so the restart claims the same slot. The lowest
@@ -69,9 +71,10 @@ class InstanceSlot:
                 return cls(app_dir, str(n), fd)
             n += 1
 
-    def transactional_id(self, app_id: str) -> str:
-        """``<app>-<instance id>`` for a named slot, ``<app>-<n>-<token>`` for a numbered one
-        (see the module docstring)."""
+    def identity(self, app_id: str) -> str:
+        """The instance's ``transactional.id`` and ``group.instance.id``: ``<app>-<instance
+        id>`` for a named slot, ``<app>-<n>-<token>`` for a numbered one (see the module
+        docstring)."""
         if not self.numbered:
             return f"{app_id}-{self.name}"
         return f"{app_id}-{self.name}-{_token(self.state_dir)}"

@@ -1,13 +1,16 @@
 """The state of one runtime instance: its slot and its stores.
 
-``RuntimeState.open(topology, config, make_consumer)`` does the setup a stateful or
-exactly-once instance needs before anything connects:
+``claim_slot(app_id, config)`` claims the instance's slot (``streams.runtime.slot``): its
+local state directory ``<state dir>/<app>/instance-<n>/`` and its identity in the cluster
+(``identity``: the ``transactional.id`` of exactly-once, the ``group.instance.id`` of
+static membership). The caller releases it (``InstanceSlot.close``) after the state.
 
-* claims the instance's slot (``streams.runtime.slot``): its local state directory
-  ``<state dir>/<app>/instance-<n>/`` and, for exactly-once, its ``transactional.id``;
-* builds the app's ``StateManager`` with every store the topology declares (``rocksdb``
-  or ``memory`` backend), each fed by the source topic it is partitioned like, restored
-  through consumers from ``make_consumer`` (the runtime's client factory).
+``RuntimeState.open(topology, config, slot, make_consumer, clock)`` does the setup a
+stateful or exactly-once instance needs before anything connects: it builds the app's
+``StateManager`` with every store the topology declares (``rocksdb`` or ``memory``
+backend), each fed by the source topic it is partitioned like, kept in the slot's
+directory and restored through consumers from ``make_consumer`` (the runtime's client
+factory).
 
 With ``state_dir=":memory:"`` (``IN_MEMORY``, what the ``TestDriver`` uses) every store is
 kept in memory, nothing touches the disk and no slot is claimed.
@@ -72,6 +75,28 @@ def needs_state(topology: Topology, guarantee: str) -> bool:
     return bool(topology.stores or topology.retry_policies) or guarantee == "exactly_once"
 
 
+def claim_slot(app_id: str, config: RuntimeConfig) -> InstanceSlot | None:
+    """The instance's slot (``config.instance_id``'s, else the lowest free one); None in
+    memory. Raises ``InstanceSlotError``."""
+    if config.state_dir == IN_MEMORY:
+        return None
+    return InstanceSlot.claim(apps_dir(config), app_id, config.instance_id)
+
+
+def identity(app_id: str, config: RuntimeConfig, slot: InstanceSlot | None) -> str | None:
+    """The instance's name in the cluster: its slot's (``InstanceSlot.identity``); without
+    a slot, ``<app>-<instance id>`` when the config names one, else None."""
+    if slot is not None:
+        return slot.identity(app_id)
+    return f"{app_id}-{config.instance_id}" if config.instance_id else None
+
+
+def transactional_id(app_id: str, config: RuntimeConfig, slot: InstanceSlot | None) -> str:
+    """The instance's ``transactional.id``: its ``identity``, else one of its own for this
+    process (``<app>-memory-<random>``: never shared with another machine's)."""
+    return identity(app_id, config, slot) or f"{app_id}-memory-{secrets.token_hex(6)}"
+
+
 class RuntimeState:
     """The slot and stores of one instance (see the module docstring)."""
 
@@ -85,16 +110,16 @@ class RuntimeState:
         cls,
         topology: Topology,
         config: RuntimeConfig,
+        slot: InstanceSlot | None,
         make_consumer: Callable[[dict[str, Any]], Any],
         clock: Callable[[], float],
     ) -> RuntimeState:
-        """Claim the slot and declare the stores. Raises ``InstanceSlotError``."""
+        """Declare the stores, kept in ``slot``'s directory (``claim_slot``; None: in
+        memory)."""
         in_memory = config.state_dir == IN_MEMORY
-        slot: InstanceSlot | None = None
         state_dir: Path | None = None
         progress = None
-        if not in_memory:
-            slot = InstanceSlot.claim(apps_dir(config), topology.app_id, config.instance_id)
+        if slot is not None:
             state_dir = slot.state_dir
             if os.isatty(2):
                 from rich.console import Console  # noqa: PLC0415 - only on a terminal
@@ -117,28 +142,18 @@ class RuntimeState:
             manager.add_store(name, backend, source_topic=topology.store_source(name))
         return cls(manager, slot, progress)
 
-    def transactional_id(self, app_id: str, instance_id: str | None) -> str:
-        """The instance's ``transactional.id``: its slot's (``streams.runtime.slot``); in
-        memory, ``<app>-<instance id>``, else one of its own for this process
-        (``<app>-memory-<random>``: never shared with another machine's)."""
-        if self.slot is not None:
-            return self.slot.transactional_id(app_id)
-        return f"{app_id}-{instance_id or 'memory-' + secrets.token_hex(6)}"
-
     def start(self) -> None:
         """Show restore progress on a terminal from now on."""
         if self._progress is not None:
             self._progress.__enter__()
 
     def close(self) -> None:
-        """Close every store (local copies kept; unapplied changes dropped), then release
-        the slot."""
+        """Close every store (local copies kept; unapplied changes dropped); the slot stays
+        claimed (its claimer releases it)."""
         self.manager.close(keep=True)
         if self._progress is not None:
             self._progress.__exit__(None, None, None)
             self._progress = None
-        if self.slot is not None:
-            self.slot.close()
 
 
 def crash_guard(

@@ -167,3 +167,54 @@ def test_an_unreachable_broker_is_one_line_within_the_timeout() -> None:
     assert out.returncode == 1
     assert out.stderr.strip() == "error: cannot reach Kafka at 127.0.0.1:1 within 2 s"
     assert time.monotonic() - started < 30
+
+
+def test_the_consumer_group_protocol_works_for_reset_show_lag_and_replay(
+    kafka_bootstrap: str, seeded: Seeded, group: str, make_topic: Callable[..., str]
+) -> None:
+    kip848 = ("-X", "group.protocol=consumer")
+    reset = streams(kafka_bootstrap, "offsets", "reset", "--group", group, "--topic",
+                    seeded.topic, "--to", "-4", "--execute", *kip848)  # fmt: skip
+    assert reset.returncode == 0, reset.stderr
+    assert committed(kafka_bootstrap, group) == {0: 2, 1: 0, 2: 0, 3: 6}
+    shown = streams(kafka_bootstrap, "offsets", "show", "--group", group, "--json", *kip848)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["lag"] == 27
+    lag = streams(kafka_bootstrap, "lag", "--group", group, "--json", *kip848)
+    assert lag.returncode == 0, lag.stderr
+    assert [(r["topic"], r["lag"]) for r in json.loads(lag.stdout)] == [(seeded.topic, 27)]
+    target = make_topic("target", partitions=4)
+    copy = streams(kafka_bootstrap, "replay", seeded.topic, "--from", "earliest", "--into",
+                   target, "--json", *kip848)  # fmt: skip
+    assert copy.returncode == 0, copy.stderr
+    in_log = sum(len(records) for records in seeded.records.values())
+    assert json.loads(copy.stdout)["result"]["copied"] == in_log
+
+    # a member of the group on the consumer protocol is active: a reset is refused
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group,
+                         "group.protocol": "consumer", "enable.auto.commit": False})  # fmt: skip
+    try:
+        consumer.subscribe([seeded.topic])
+        deadline = time.monotonic() + 30
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, "the consumer never joined its group"
+            consumer.poll(0.2)
+        refused = streams(kafka_bootstrap, "offsets", "reset", "--group", group, "--topic",
+                          seeded.topic, "earliest", "--execute", *kip848)  # fmt: skip
+        assert refused.returncode == 1
+        assert "active member" in refused.stderr, refused.stderr
+    finally:
+        consumer.close()
+    assert committed(kafka_bootstrap, group) == {0: 2, 1: 0, 2: 0, 3: 6}
+
+
+def test_a_setting_the_consumer_protocol_refuses_is_one_line(
+    kafka_bootstrap: str, group: str
+) -> None:
+    out = streams(kafka_bootstrap, "offsets", "show", "--group", group,
+                  "-X", "group.protocol=consumer", "-X", "session.timeout.ms=6000")  # fmt: skip
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines() == [
+        "error: session.timeout.ms cannot be set with group.protocol=consumer (the broker's "
+        "group.consumer.session.timeout.ms sets it); drop it, or use group.protocol=classic"
+    ]

@@ -223,3 +223,61 @@ def test_two_machines_without_instance_ids_share_the_work_exactly_once_through_a
                 p.kill()
                 p.wait()
     assert_each_once(reader.records, sent)
+
+
+def test_on_the_consumer_group_protocol_a_rebalance_mid_stream_keeps_each_input_once(
+    kafka_bootstrap: str, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    """KIP-848's protocol: the second instance joins mid-stream, the first gives up part of
+    its partitions (an incremental revoke commits their transaction), nothing doubles."""
+    codec = AvroCodec(default_catalog())
+    topic = make_topic("eos-848-in", partitions=PARTITIONS)
+    app_id = unique_topic_name("eos-848")
+    sent = inputs()[:6_000]
+    first, second = sent[:3_000], sent[3_000:]
+    assigned = '"event": "partitions assigned"'
+
+    def start(machine: str) -> subprocess.Popen[bytes]:
+        cmd = [
+            sys.executable, "-m", "streams", "run", str(MIRROR), "--app-id", app_id,
+            "--set", f"input={topic}", "--bootstrap", kafka_bootstrap, "--no-status",
+            "--guarantee", "exactly_once", "--state-dir", str(tmp_path / machine),
+            "-Xconsumer.group.protocol=consumer",
+        ]  # fmt: skip
+        with open(tmp_path / f"{machine}.log", "ab") as log:
+            return subprocess.Popen(
+                cmd, stdout=log, stderr=log, env={**os.environ, "STREAMS_LOG_JSON": "1"}
+            )
+
+    reader = TopicReader(
+        kafka_bootstrap, f"{app_id}-mirror", config={"isolation.level": "read_committed"}
+    )
+    a = start("a")
+    b: subprocess.Popen[bytes] | None = None
+    try:
+        produce_envelopes(kafka_bootstrap, topic, first, codec)
+        reader.wait_for(at_least(len(first) // 2), 60, what="the first outputs")
+        b = start("b")
+        # a gives up part of its partitions, then b takes them (a heartbeat later)
+        wait_until(lambda: "partitions revoked" in (tmp_path / "a.log").read_text(), 60)
+        wait_until(lambda: assigned in (tmp_path / "b.log").read_text(), 60)
+        produce_envelopes(kafka_bootstrap, topic, second, codec)
+        wait_until(lambda: caught_up(kafka_bootstrap, app_id, topic), 90, what="caught up")
+        reader.wait_for(at_least(len(sent)), 60, what="every output")
+        for proc in (a, b):
+            proc.send_signal(signal.SIGTERM)
+        assert a.wait(60) == 0 and b.wait(60) == 0
+        while reader.poll(1.0):
+            pass
+    except Exception:
+        for name in ("a", "b"):
+            print(f"--- {name}:\n", (tmp_path / f"{name}.log").read_text()[-3000:])
+        raise
+    finally:
+        reader.close()
+        for proc in (a, b):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert_each_once(reader.records, sent)
+    assert len(reader.records) == len(sent)

@@ -3,7 +3,9 @@
 Two `streams run` instances share 8 partitions; a third joins mid-stream; one is killed
 with SIGKILL. Afterwards every input is in the output (at-least-once: duplicates allowed)
 and, per key, sequence numbers only step forward by one, or jump back where a redelivery
-repeats a run that was already written.
+repeats a run that was already written. With both group protocols: classic (a 6 s
+session) and KIP-848's consumer (the broker's session: 45 s before the killed instance's
+partitions move).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import Message
 
@@ -32,6 +34,12 @@ ROOT = Path(__file__).resolve().parents[2]
 MIRROR = ROOT / "topology" / "mirror.py"
 KEYS, PER_KEY, PARTITIONS = 100, 200, 8
 CHUNK = PER_KEY // 4
+# The classic protocol's session is the client's to shorten; the consumer protocol's is
+# the broker's (librdkafka refuses the client settings).
+GROUP_SETTINGS = {
+    "classic": ["-Xconsumer.session.timeout.ms=6000", "-Xconsumer.heartbeat.interval.ms=1000"],
+    "consumer": ["-Xconsumer.group.protocol=consumer"],
+}
 
 
 def orders(seqs: range) -> list[Envelope]:
@@ -57,12 +65,13 @@ def decode(codec: AvroCodec, msg: Message) -> Envelope:
 class Instances:
     """`streams run` subprocesses of one app; their logs go to files for failure reports."""
 
-    def __init__(self, bootstrap: str, app_id: str, topic: str, logs: Path) -> None:
+    def __init__(
+        self, bootstrap: str, app_id: str, topic: str, logs: Path, protocol: str = "classic"
+    ) -> None:
         self.cmd = [
             sys.executable, "-m", "streams", "run", str(MIRROR),
             "--app-id", app_id, "--set", f"input={topic}", "--bootstrap", bootstrap,
-            "--no-status",
-            "-Xconsumer.session.timeout.ms=6000", "-Xconsumer.heartbeat.interval.ms=1000",
+            "--no-status", *GROUP_SETTINGS[protocol],
         ]  # fmt: skip
         self.logs = logs
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -85,13 +94,20 @@ class Instances:
                 proc.wait()
 
 
+@pytest.fixture(params=sorted(GROUP_SETTINGS))
+def protocol(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def instances(kafka_bootstrap: str, tmp_path: Path) -> Iterator[Callable[[str], Instances]]:
+def instances(
+    kafka_bootstrap: str, tmp_path: Path, protocol: str
+) -> Iterator[Callable[[str], Instances]]:
     app_id = unique_topic_name("scale")
     holder: list[Instances] = []
 
     def make(topic: str) -> Instances:
-        inst = Instances(kafka_bootstrap, app_id, topic, tmp_path)
+        inst = Instances(kafka_bootstrap, app_id, topic, tmp_path, protocol)
         holder.append(inst)
         return inst
 
@@ -100,12 +116,16 @@ def instances(kafka_bootstrap: str, tmp_path: Path) -> Iterator[Callable[[str], 
         inst.stop_all()
 
 
-def group_members(admin: AdminClient, group: str) -> int:
+def describe(admin: AdminClient, group: str) -> Any:
     try:
-        result = admin.describe_consumer_groups([group])[group].result(timeout=10)
+        return admin.describe_consumer_groups([group])[group].result(timeout=10)
     except KafkaException:  # e.g. NOT_COORDINATOR while a fresh broker sets up groups
-        return -1
-    return len(result.members)
+        return None
+
+
+def group_members(admin: AdminClient, group: str) -> int:
+    result = describe(admin, group)
+    return -1 if result is None else len(result.members)
 
 
 def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
@@ -122,6 +142,7 @@ def test_scale_out_and_sigkill_lose_nothing_and_keep_per_key_order(
     kafka_admin: AdminClient,
     make_topic: TopicFactory,
     instances: Callable[[str], Instances],
+    protocol: str,
 ) -> None:
     codec = AvroCodec(default_catalog())
     topic = make_topic("scale-in", partitions=PARTITIONS)
@@ -146,6 +167,8 @@ def test_scale_out_and_sigkill_lose_nothing_and_keep_per_key_order(
         try:
             reader.wait_for(lambda rs: len(rs) >= CHUNK * KEYS // 2, 120, what="first outputs")
             wait_until(lambda: group_members(kafka_admin, app_id) == 2, 60, what="2 members")
+            kind = describe(kafka_admin, app_id).type  # the group runs the protocol asked
+            assert kind == getattr(ConsumerGroupType, protocol.upper()), kind
 
             produce_envelopes(kafka_bootstrap, topic, orders(range(CHUNK, 2 * CHUNK)), codec)
             run.start("c")  # joins mid-stream

@@ -16,20 +16,20 @@ def test_the_lowest_free_slot_is_claimed_and_freed_on_close(tmp_path: Path) -> N
     second = InstanceSlot.claim(tmp_path, "app")
     assert (first.name, second.name) == ("0", "1")
     assert first.state_dir == tmp_path / "app" / "instance-0"
-    tid = first.transactional_id("app")
+    tid = first.identity("app")
     first.close()
     again = InstanceSlot.claim(tmp_path, "app")  # a restart gets its old slot back
     assert again.name == "0"
-    assert again.transactional_id("app") == tid  # and its id: it fences its predecessor
+    assert again.identity("app") == tid  # and its id: it fences its predecessor
     again.close()
     second.close()
 
 
-def test_slot_0_of_two_machines_never_shares_a_transactional_id(tmp_path: Path) -> None:
+def test_slot_0_of_two_machines_never_shares_an_identity(tmp_path: Path) -> None:
     here = InstanceSlot.claim(tmp_path / "machine-a", "app")
     there = InstanceSlot.claim(tmp_path / "machine-b", "app")
     assert here.name == there.name == "0"
-    ours, theirs = here.transactional_id("app"), there.transactional_id("app")
+    ours, theirs = here.identity("app"), there.identity("app")
     assert ours.startswith("app-0-") and theirs.startswith("app-0-") and ours != theirs
     here.close()
     there.close()
@@ -59,7 +59,7 @@ def test_a_killed_process_releases_its_slot(tmp_path: Path) -> None:
 
 def test_a_named_instance_id_is_exclusive_and_must_be_legal(tmp_path: Path) -> None:
     slot = InstanceSlot.claim(tmp_path, "app", "eu-1")
-    assert slot.transactional_id("app") == "app-eu-1"
+    assert slot.identity("app") == "app-eu-1"
     with pytest.raises(InstanceSlotError, match="in use by another process"):
         InstanceSlot.claim(tmp_path, "app", "eu-1")
     slot.close()
