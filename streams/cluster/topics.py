@@ -167,10 +167,14 @@ class Topics:
     timeout: float = 30.0
     _wanted: int | None = field(default=None, init=False, repr=False)
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
+    # What this door created, and with how many partitions: on a cluster the broker that
+    # answers the next metadata request may not know a topic created a moment before.
+    _created: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def partition_count(self, name: str) -> int:
-        """See the module's ``partition_count``."""
-        return partition_count(self.admin, name, self.timeout)
+        """See the module's ``partition_count`` (a topic created here: as created)."""
+        created = self._created.get(name)
+        return created if created is not None else partition_count(self.admin, name, self.timeout)
 
     def ensure(self, name: str, partitions: int, config: Mapping[str, str] | None = None) -> bool:
         """Create ``name`` with ``partitions`` partitions unless it exists; True when it
@@ -178,7 +182,7 @@ class Topics:
         try:
             info = _describe(self.admin, name, self.timeout)
         except TopicNotFoundError:
-            return create_topic(
+            created = create_topic(
                 self.admin,
                 name,
                 partitions,
@@ -187,6 +191,9 @@ class Topics:
                 timeout=self.timeout,
                 replication_factor=self.replication_factor,
             )
+            if created:
+                self._created[name] = partitions
+            return created
         self._check_replicas(name, info)
         return False
 

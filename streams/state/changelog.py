@@ -165,7 +165,8 @@ def ensure_changelog_topic(
     ``create`` is false or the broker cannot be asked.
     """
     try:
-        created = create and cluster.ensure(topic, partitions, CHANGELOG_CONFIG)
+        if create and cluster.ensure(topic, partitions, CHANGELOG_CONFIG):
+            return True  # made as it must be (and the next broker asked may not know it yet)
         actual = cluster.partition_count(topic)
     except TopicNotFoundError as exc:
         raise ChangelogTopicError(f"changelog topic {topic!r} does not exist") from exc
@@ -176,7 +177,7 @@ def ensure_changelog_topic(
     policy = _cleanup_policy(cluster.admin, topic, cluster.timeout)
     if "compact" not in {p.strip() for p in policy.split(",")}:
         raise ChangelogCompactionError(topic, policy)
-    return created
+    return False
 
 
 def _cleanup_policy(admin: AdminClient, topic: str, timeout: float) -> str:

@@ -34,6 +34,7 @@ from streams.runtime.commit.positions import (
     finished_positions,
     mark_committed,
     moved_offsets,
+    settle_changelog,
     settle_outputs,
 )
 from streams.runtime.errors import MissingTopicError
@@ -122,8 +123,7 @@ class CheckpointCommitter:
             return
         try:
             if state.flush(self._sink.producer, positions):
-                self._sink.flush(self._timeout)
-            state.check_delivered()
+                settle_changelog(self._sink, state, self._timeout)
         except StateError:
             self._phase = Phase.BROKEN
             state.abort()

@@ -12,6 +12,7 @@ from confluent_kafka import TopicPartition
 
 from streams.coordinates import TP
 from streams.logs import Logger
+from streams.pipeline.errors import BrokerUnavailable
 from streams.pipeline.offsets import PartitionOffsets
 from streams.pipeline.produce import OutputSink
 from streams.state import StateManager
@@ -26,6 +27,15 @@ def settle_outputs(sink: OutputSink, timeout: float, log: Logger) -> bool:
     if left:
         log.error("outputs not acknowledged in time", outstanding=left)
     return not left
+
+
+def settle_changelog(sink: OutputSink, state: StateManager, timeout: float) -> None:
+    """Wait for the store changes a flush just wrote (``timeout`` at most): every one
+    acknowledged, or ``BrokerUnavailable`` when some are still outstanding (the broker is
+    away: recovery undoes the interval), ``ChangelogWriteError`` when one failed."""
+    if sink.flush(timeout):
+        raise BrokerUnavailable(f"store changes not acknowledged within {timeout:g} s")
+    state.check_delivered()
 
 
 def finished_positions(

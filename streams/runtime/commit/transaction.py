@@ -31,12 +31,14 @@ from streams.client_errors import FENCED, transient
 from streams.coordinates import TP
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure, unavailable
 from streams.pipeline.produce import Producer
+from streams.runtime.commit.bounded import call_within
 from streams.runtime.commit.checkpoint import ensure_changelogs, restore
 from streams.runtime.commit.context import CommitContext
 from streams.runtime.commit.positions import (
     finished_positions,
     mark_committed,
     moved_offsets,
+    settle_changelog,
     settle_outputs,
 )
 from streams.state import StateManager
@@ -52,6 +54,11 @@ class TransactionalProducer(Producer, Protocol):
     ) -> None: ...
     def commit_transaction(self, timeout: float, /) -> None: ...
     def abort_transaction(self, timeout: float, /) -> None: ...
+
+
+OFFSETS_WAIT_S = 15.0
+"""How long adding the offsets to a transaction may take (a coordinator moving takes a
+broker's session timeout, 9 s by default) before it counts as an outage."""
 
 
 class ProducerFencedError(RuntimeFailure):
@@ -188,8 +195,7 @@ class TransactionCommitter:
         try:
             written = state.flush(producer, positions) if state is not None else 0
             if written and state is not None:
-                sink.flush(self._timeout)  # serves the changelog's delivery reports
-                state.check_delivered()
+                settle_changelog(sink, state, self._timeout)
             if not offsets and not written:
                 if state is not None:
                     state.apply()  # nothing was written: only clears the flush
@@ -197,9 +203,7 @@ class TransactionCommitter:
                     self._abort_quietly()  # an empty transaction costs nothing to abort
                 return
             if offsets:
-                producer.send_offsets_to_transaction(
-                    offsets, self._consumer.consumer_group_metadata(), self._timeout
-                )
+                self._send_offsets(producer, offsets)
             self._commit_with_retries()
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
@@ -218,6 +222,23 @@ class TransactionCommitter:
         self.commits += 1
         if reopen:
             self._begin()
+
+    def _send_offsets(self, producer: TransactionalProducer, offsets: list[TopicPartition]) -> None:
+        """Add the input offsets to the open transaction, waiting ``OFFSETS_WAIT_S`` at most.
+
+        librdkafka (2.16) can block in ``send_offsets_to_transaction`` past its timeout for
+        good when the group's coordinator has left the cluster (its node killed: the call
+        waits for a coordinator it no longer connects to; librdkafka issues 5456 and 5511).
+        So the call runs on a thread of its own; past the wait it is an outage: recovery
+        replaces the producer, whose initialisation fences this one and aborts the
+        transaction. The stuck call keeps the old producer until it returns (fenced)."""
+        group = self._consumer.consumer_group_metadata()
+        wait = min(self._timeout, OFFSETS_WAIT_S)
+        call_within(
+            wait + 1.0,
+            lambda: producer.send_offsets_to_transaction(offsets, group, wait),
+            "adding the input offsets to a transaction",
+        )
 
     def _commit_with_retries(self, attempts: int = 3) -> None:
         for attempt in range(attempts):
