@@ -21,6 +21,7 @@ from rich.text import Text
 from streams.broker import LocalBroker
 from streams.cluster import admin_client, delete_app_topics
 from streams.config import external_bootstrap
+from streams.demo.cluster import step_cluster
 from streams.demo.concurrency import step_concurrency
 from streams.demo.context import DemoContext, step_line
 from streams.demo.failures import step_failures
@@ -60,6 +61,7 @@ STEPS: list[Callable[[DemoContext], None]] = [
     step_work_queue,
     step_concurrency,
     step_replay,
+    step_cluster,
     step_testing,
 ]
 

@@ -53,6 +53,8 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient
     assert "3 no carrier serves dead-lettered after 3 deliveries" in out
     assert re.search(r"\d+ orders/s one at a time; [\d,]+ orders/s with 64 in flight", out)
     assert "3000 orders once each, every customer's in the order they came" in out
+    assert re.search(r"3 nodes up in [\d.]+ s; the app's \d+ topics \(.*\) have 3 replicas", out)
+    assert re.search(r"node [123] killed mid-stream: 2,000 orders in, 2,000 out, none lost", out)
     assert "demo done" in out
     # Every topic of the run is gone: the inputs, and what its apps made (DLQs, changelogs).
     run_id = re.search(r"demo-([0-9a-f]{8})-", out)
