@@ -152,8 +152,9 @@ def job(kafka_cluster: LocalCluster, tmp_path: Path) -> Iterator[Callable[..., J
         return made[-1]
 
     yield make
+    kafka_cluster.up()  # every node answering (a test may fail with one frozen) ...
     for j in made:
-        j.close()  # the conftest makes the cluster whole again for the next test
+        j.close()  # ... to delete what the test made
 
 
 def replicated(job: Job) -> None:

@@ -266,9 +266,13 @@ class TransactionCommitter:
         try:
             self._producer.abort_transaction(self._timeout)
         except KafkaException as exc:
-            if transient(exc.args[0]):  # the transaction stays open: recovery aborts it
-                raise unavailable(exc, "aborting a transaction") from exc
-            raise self._fatal(exc, "aborting a transaction") from exc
+            if exc.args[0].code() in FENCED:
+                raise self._fatal(exc, "aborting a transaction") from exc
+            # The transaction could not be ended here: its coordinator moving, or one that
+            # timed it out while a node was frozen and took it from this producer
+            # (INVALID_TXN_STATE). Recovery's new producer ends whatever is left, and
+            # stops the instance if it cannot (authorization, say).
+            raise unavailable(exc, "aborting a transaction") from exc
         self.phase = TxnPhase.IDLE
         self.aborts += 1
         self._sink.reset()  # the aborted outputs are gone: they are produced again
