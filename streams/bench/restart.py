@@ -7,8 +7,8 @@ one's). Once each holds 2 partitions, one is killed (SIGKILL) and restarted, or 
 (SIGTERM) and not restarted; ``RECORDS`` records are written across every partition
 meanwhile. The figure is the seconds from the restart (or the stop) to the last output:
 the survivor's share is done at once, the last output waits for the other's partitions.
-The runtime's defaults otherwise: classic with a 10 s session, static (the slot's
-group.instance.id) or dynamic (``--no-static-membership``); the consumer protocol
+The runtime's defaults otherwise: classic with a 10 s session, dynamic (the default) or
+static (``--static-membership``: the slot's group.instance.id); the consumer protocol
 (KIP-848) is never static (``streams.runtime.config.group_membership``) and its session is
 the broker's (``group.consumer.session.timeout.ms``, 45 s by default). The note says
 whether the survivor gave up partitions meanwhile (a rebalance).
@@ -35,8 +35,8 @@ MIRROR = example_path("mirror")
 PARTITIONS = 4
 RECORDS = 400
 CASES = {
-    "classic, static member": ["-Xconsumer.group.protocol=classic"],
-    "classic, dynamic member": ["-Xconsumer.group.protocol=classic", "--no-static-membership"],
+    "classic, static member": ["-Xconsumer.group.protocol=classic", "--static-membership"],
+    "classic, dynamic member": ["-Xconsumer.group.protocol=classic"],
     "consumer protocol (dynamic)": ["-Xconsumer.group.protocol=consumer"],
 }
 

@@ -70,15 +70,16 @@ StateDirOpt = typer.Option(
 InstanceIdOpt = typer.Option(
     None,
     "--instance-id",
-    help="Stable name of this instance (state dir, transactional.id, group.instance.id); "
+    help="Stable name of this instance (state dir, transactional.id, and group.instance.id with "
+    "--static-membership); "
     "unique across machines; default: a free slot on this machine.",
 )
 StaticOpt = typer.Option(
-    True,
+    False,
     "--static-membership/--no-static-membership",
     help="Join the group as a static member named like the instance (classic protocol): a "
     "restart takes its partitions back at once, but a stopped instance's partitions wait "
-    "for the session timeout (10 s).",
+    "for the session timeout (10 s), and losing the group's coordinator node can stop it.",
 )
 # --connect-timeout is run's first name for it: still read, not shown (cli/_help.py).
 TimeoutOpt = typer.Option(
@@ -231,7 +232,7 @@ def run(  # noqa: PLR0917 - a command's options
         args += ["--concurrency", str(concurrency)] if concurrency else []
         args += ["--ordering", ordering] if ordering else []
         args += ["--replication-factor", str(replication_factor)]
-        args += [] if static_membership else ["--no-static-membership"]
+        args += ["--static-membership"] if static_membership else []
         ports = {"--metrics-port": metrics_port, "--query-port": query_port}
         raise typer.Exit(_supervise(args, instances, ports))
     config = instance_config(

@@ -21,6 +21,7 @@ from streams.demo.context import DemoContext
 from streams.demo.running import running
 from streams.examples import example_path
 from streams.runtime import RuntimeConfig
+from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing.produce import produce_envelopes
 from streams.testing.wait import TopicReader
@@ -51,6 +52,7 @@ def _kill_a_node_mid_stream(cluster: LocalCluster, folder: str, count: int) -> s
     orders = list(import_file(example_path("orders")).sample_orders(count, seed=7))
     codec = AvroCodec(default_catalog())
     config = RuntimeConfig(bootstrap=cluster.bootstrap, state_dir=f"{folder}/state")
+    prepare_topics(config.topics(admin), topology)  # as `streams run` does first
     half = count // 2
     with running(topology, config), TopicReader(cluster.bootstrap, output) as reader:
         produce_envelopes(cluster.bootstrap, source, orders[:half], codec)

@@ -68,6 +68,7 @@ class Member:
     client_id: str
     host: str
     partitions: tuple[TP, ...]
+    instance_id: str | None = None  # a static member's group.instance.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,6 +440,7 @@ class Cluster:
                 tuple(sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions))
                 if m.assignment is not None
                 else (),
+                m.group_instance_id,
             )
             for m in desc.members
         )

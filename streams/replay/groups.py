@@ -68,9 +68,16 @@ def require_group(cluster: Cluster, group: str, *, allow_new: bool = False) -> G
 def require_inactive(info: GroupInfo) -> None:
     """Raise ``ActiveGroupError`` while the group has members, as Kafka's tool does."""
     if info.active:
+        static = sum(1 for m in info.members if m.instance_id)
+        why = (
+            f"; {static} static (a stopped `streams run --static-membership` instance stays "
+            "a member until its session times out, 10 s: wait for it)"
+            if static
+            else ""
+        )
         raise ActiveGroupError(
             f"consumer group {info.group!r} has {len(info.members)} active member(s) "
-            f"(state {info.state}): stop its consumers, then reset"
+            f"(state {info.state}){why}: stop its consumers, then reset"
         )
 
 

@@ -67,8 +67,10 @@ class RuntimeConfig:
     replication_factor: int = -1
     # Join the group as a static member named like the instance (``group.instance.id``,
     # classic protocol only: ``group_membership``): a restart takes its partitions back at
-    # once, but a stopped instance's partitions wait for the session timeout.
-    static_membership: bool = True
+    # once, but a stopped instance's partitions wait for the session timeout. Off by
+    # default: librdkafka (2.16) fences a static member itself, fatally, when its session
+    # times out while the group's coordinator node is lost (librdkafka issue 3437).
+    static_membership: bool = False
 
     def topics(self, admin: Any) -> Topics:
         """The door through which the instance creates and sizes its topics."""

@@ -10,8 +10,8 @@ Contract and timing:
   instances to scale out (with failure routing: the range assignor, so partition *n* of
   an input and of its retry tiers land on the same instance, where its waiting room is).
   The group protocol is the user's (``group.protocol``: classic or consumer, KIP-848;
-  rebalances are incremental with both); on the classic one the instance is a static
-  member named by its slot (``static_membership``), so a restart takes its partitions
+  rebalances are incremental with both); on the classic one, with ``static_membership``,
+  the instance is a static member named by its slot, so a restart takes its partitions
   back without a rebalance (``streams.runtime.config.group_membership``).
   Records are consumed in batches and processed one at a time, in offset order per
   partition, on this thread; records of one key are never reordered.

@@ -78,7 +78,7 @@ def test_a_static_member_restarted_after_sigkill_takes_its_partitions_back_at_on
     topic = make_topic("static-in", partitions=PARTITIONS)
     app_id = unique_topic_name("static")
     args = [
-        "--state-dir", str(tmp_path / "state"),
+        "--static-membership", "--state-dir", str(tmp_path / "state"),
         f"-Xconsumer.session.timeout.ms={SESSION_S * 1000}",
     ]  # fmt: skip
 

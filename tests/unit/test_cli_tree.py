@@ -158,4 +158,4 @@ def test_demo_only_names_the_steps_there_are_when_one_is_not() -> None:
     assert isinstance(result.exception, StreamsError)
     said = str(result.exception)
     assert "no demo step 'nope' (steps: round-trip, schemas, shell, topology," in said
-    assert "work-queue, concurrency, replay, testing)" in said
+    assert "work-queue, concurrency, replay, cluster, testing)" in said

@@ -29,7 +29,9 @@ def librdkafka_takes(config: dict[str, Any]) -> None:
 
 
 def test_classic_is_cooperative_sticky_with_a_short_session_and_a_static_member() -> None:
-    config = runtime_config().consumer_config("app", group_instance_id="app-0-abc")
+    config = runtime_config(static_membership=True).consumer_config(
+        "app", group_instance_id="app-0-abc"
+    )
     assert config["partition.assignment.strategy"] == "cooperative-sticky"
     assert config["session.timeout.ms"] == 10_000
     assert config["group.instance.id"] == "app-0-abc"
@@ -49,7 +51,7 @@ def test_classic_co_located_partitions_take_the_range_assignor() -> None:
 )
 @pytest.mark.parametrize("range_assignor", [False, True])
 def test_the_consumer_protocol_sets_nothing_it_refuses(item: str, range_assignor: bool) -> None:
-    config = runtime_config(item).consumer_config(
+    config = runtime_config(item, static_membership=True).consumer_config(
         "app", range_assignor=range_assignor, group_instance_id="app-0-abc"
     )
     assert not set(CLASSIC_ONLY) & set(config)
@@ -61,10 +63,8 @@ def test_the_consumer_protocol_sets_nothing_it_refuses(item: str, range_assignor
     librdkafka_takes(config)
 
 
-def test_static_membership_can_be_turned_off() -> None:
-    config = runtime_config(static_membership=False).consumer_config(
-        "app", group_instance_id="app-0-abc"
-    )
+def test_an_instance_is_a_dynamic_member_unless_asked() -> None:
+    config = runtime_config().consumer_config("app", group_instance_id="app-0-abc")
     assert "group.instance.id" not in config
     librdkafka_takes(config)
 

@@ -6,9 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streams.replay.cluster import GroupInfo, Member
 from streams.replay.csvplan import dump_plan, parse_plan
-from streams.replay.errors import PlanFileError, ReplayError
+from streams.replay.errors import ActiveGroupError, PlanFileError, ReplayError
 from streams.replay.filters import RecordFilter
+from streams.replay.groups import require_inactive
 
 
 def test_a_plan_is_written_like_kafkas_export() -> None:
@@ -62,3 +64,13 @@ def test_filters_combine_kinds_and_accept_any_value_of_one_kind() -> None:
     assert not both.matches(b"k1", [("ce_type", b"order.placed"), ("tenant", b"other")])
     with pytest.raises(ReplayError, match="name=value"):
         RecordFilter.of(headers=["tenant"])
+
+
+def test_a_reset_refused_for_a_static_member_says_why_it_is_still_there() -> None:
+    static = Member("m-1", "rdkafka", "/127.0.0.1", (("orders", 0),), instance_id="shop-0-ab")
+    with pytest.raises(ActiveGroupError, match=r"1 static .*until its session times out"):
+        require_inactive(GroupInfo("shop", "Stable", (static,)))
+    dynamic = Member("m-2", "rdkafka", "/127.0.0.1", (("orders", 0),))
+    with pytest.raises(ActiveGroupError) as refused:
+        require_inactive(GroupInfo("shop", "Stable", (dynamic,)))
+    assert "static" not in str(refused.value)
