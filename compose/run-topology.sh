@@ -9,7 +9,7 @@ topology="${STREAMS_TOPOLOGY:-orders}"
 input="${STREAMS_INPUT:-orders}"
 python - "$input" "${STREAMS_INPUT_PARTITIONS:-3}" <<'PY'
 import os, sys
-from streams.admin import admin_client, create_topic
+from streams.cluster import admin_client, create_topic
 admin = admin_client(os.environ["KAFKA_BOOTSTRAP_SERVERS"])
 create_topic(admin, sys.argv[1], partitions=int(sys.argv[2]), exist_ok=True)
 PY
