@@ -31,6 +31,7 @@ from streams.coordinates import TP
 from streams.pipeline.offsets import PartitionOffsets, Partitions
 from streams.runtime.commit.context import CommitContext
 from streams.runtime.commit.positions import (
+    apply_committed,
     finished_positions,
     mark_committed,
     moved_offsets,
@@ -138,7 +139,7 @@ class CheckpointCommitter:
                 self._log.warning("commit failed", error=exc.args[0].str())
             else:
                 mark_committed(partitions, offsets)
-        state.apply(deferred=True)  # written a chunk per poll: ``send_ahead``
+        apply_committed(self._sink, state)
         self.commits += 1
 
 

@@ -38,6 +38,15 @@ def settle_changelog(sink: OutputSink, state: StateManager, timeout: float) -> N
     state.check_delivered()
 
 
+def apply_committed(sink: OutputSink, state: StateManager) -> None:
+    """Hand the committed store changes to the local stores (written a chunk per poll:
+    ``send_ahead``). librdkafka counts the events waiting to be served (a lost broker's
+    error, on a cluster with a node down) among the writes ``check_delivered`` asks about:
+    they are served first, or a write acknowledged long ago looks outstanding."""
+    sink.producer.poll(0)
+    state.apply(deferred=True)
+
+
 def finished_positions(
     partitions: Iterable[PartitionOffsets], state: StateManager | None
 ) -> dict[TP, int]:

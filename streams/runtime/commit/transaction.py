@@ -35,6 +35,7 @@ from streams.runtime.commit.bounded import call_within
 from streams.runtime.commit.checkpoint import ensure_changelogs, restore
 from streams.runtime.commit.context import CommitContext
 from streams.runtime.commit.positions import (
+    apply_committed,
     finished_positions,
     mark_committed,
     moved_offsets,
@@ -218,7 +219,7 @@ class TransactionCommitter:
         self.phase = TxnPhase.IDLE
         mark_committed(partitions, offsets)
         if state is not None:
-            state.apply(deferred=True)  # written a chunk per poll: ``send_ahead``
+            apply_committed(sink, state)
         self.commits += 1
         if reopen:
             self._begin()
