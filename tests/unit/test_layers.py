@@ -3,8 +3,8 @@
 The layers, lowest first (``shared/DESIGN.md``, "Layout"): what a record is on the wire;
 the stores, failure-routing decisions and the broker; what to run (topologies); the
 record path (``streams.pipeline``); the runtime; what runs topologies for you (the test
-kit, replay); and the commands on top. Every import counts, lazy ones inside functions
-and ``TYPE_CHECKING`` ones included.
+kit, replay, the DLQ tools); and the commands on top. Every import counts, lazy ones
+inside functions and ``TYPE_CHECKING`` ones included.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ LAYERS: list[set[str]] = [
     {"topology"},
     {"pipeline", "observability.metrics", "observability.server"},
     {"runtime"},
-    {"testing", "replay", "tools", "faust", "patterns"},
+    {"testing", "replay", "dlq", "tools", "faust", "patterns"},
     {"cli", "demo", "bench", "__main__"},
 ]
 LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}
