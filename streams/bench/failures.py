@@ -22,7 +22,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from streams.bench.bare_client import PRODUCER_CONFIG, produce_bare
 from streams.bench.core import BenchContext, Row
 from streams.cluster import Topics, delete_topics
-from streams.failures.dlq import read_dlq
+from streams.dlq import read_dlq
 from streams.failures.handler import Decision, FailureHandler
 from streams.failures.headers import SourcePosition
 from streams.failures.policy import RetryPolicy

@@ -32,7 +32,7 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.config import client_settings
-from streams.failures.dlq import (
+from streams.dlq import (
     DeadLetter,
     Decoder,
     DlqContents,

@@ -21,14 +21,14 @@ from confluent_kafka import Producer
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
 from streams.demo.running import running
-from streams.examples import example_path
-from streams.failures.dlq import (
+from streams.dlq import (
     DlqFilter,
     execute_dlq_replay,
     plan_dlq_replay,
     read_dlq,
     summarize,
 )
+from streams.examples import example_path
 from streams.failures.topics import FailureTopics
 from streams.runtime import Runtime, RuntimeConfig
 from streams.schemas import default_catalog

@@ -10,13 +10,13 @@
 - ``metrics``: counters and the WARNING per dead-lettered record.
 - ``handler``: ``FailureHandler``, the four calls a runtime makes (record, success,
   failure, revoke) composing all of the above.
-- ``dlq``: read, summarise, show and replay a DLQ (``streams dlq``): ``plan_dlq_replay``
-  and ``execute_dlq_replay`` send dead letters back to their topics (not to be confused
-  with ``streams.replay``, which replays a topic from offsets).
+
+Routing is logic the runtime and the ``TestDriver`` share: no module here builds a Kafka
+client (topics are created through the ``streams.cluster.Topics`` a caller passes in).
+The tools that read and replay a DLQ (``streams dlq``) are ``streams.dlq``.
 
 The names below are re-exported lazily (PEP 562): ``from streams.failures import
-RetryPolicy`` loads the policy module alone, not the Kafka clients of ``dlq`` or
-``retry_consumer``.
+RetryPolicy`` loads the policy module alone, not confluent-kafka.
 """
 
 from __future__ import annotations
@@ -24,21 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from streams.failures.dlq import (
-        DeadLetter,
-        DlqContents,
-        DlqFilter,
-        DlqReplayPlan,
-        DlqReplayResult,
-        DlqSummary,
-        dlq_depth,
-        execute_dlq_replay,
-        plan_dlq_replay,
-        read_dlq,
-        summarize,
-    )
     from streams.failures.errors import (
-        DlqError,
         FailureHeaderError,
         FailureRoutingError,
         FailureTopicError,
@@ -59,21 +45,7 @@ else:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         {
-            "streams.failures.dlq": [
-                "DeadLetter",
-                "DlqContents",
-                "DlqFilter",
-                "DlqReplayPlan",
-                "DlqReplayResult",
-                "DlqSummary",
-                "dlq_depth",
-                "execute_dlq_replay",
-                "plan_dlq_replay",
-                "read_dlq",
-                "summarize",
-            ],
             "streams.failures.errors": [
-                "DlqError",
                 "FailureHeaderError",
                 "FailureRoutingError",
                 "FailureTopicError",
@@ -98,14 +70,7 @@ else:
 
 __all__ = [
     "Admission",
-    "DeadLetter",
     "Decision",
-    "DlqContents",
-    "DlqError",
-    "DlqFilter",
-    "DlqReplayPlan",
-    "DlqReplayResult",
-    "DlqSummary",
     "FailedRecord",
     "FailureHandler",
     "FailureHeaderError",
@@ -125,12 +90,7 @@ __all__ = [
     "TransactionWaitingStore",
     "Verdict",
     "WaitingRoom",
-    "dlq_depth",
     "dlq_topic",
     "ensure_failure_topics",
-    "execute_dlq_replay",
-    "plan_dlq_replay",
-    "read_dlq",
     "retry_topic",
-    "summarize",
 ]

@@ -1,4 +1,4 @@
-"""Errors of failure routing and of the DLQ tools."""
+"""Errors of failure routing."""
 
 from __future__ import annotations
 
@@ -19,10 +19,6 @@ class FailureTopicError(FailureRoutingError):
 
 class FailureHeaderError(FailureRoutingError):
     """Error headers are present on a record but unreadable (corrupt or foreign)."""
-
-
-class DlqError(FailureRoutingError):
-    """A dead-letter topic cannot be read or replayed (missing topic, bad selection)."""
 
 
 class CrashLoopError(StreamsError):

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from streams.codec import AvroCodec
+from streams.dlq import read_dlq
 from streams.envelope import Envelope
-from streams.failures.dlq import read_dlq
 from streams.schemas import default_catalog
 from streams.testing import TopicFactory, TopicReader, produce_envelopes
 from streams.testing.topics import unique_topic_name

@@ -24,9 +24,9 @@ from confluent_kafka.admin._config import ConfigResource
 
 from streams.cluster import Topics, create_topic, partition_count
 from streams.codec import AvroCodec, DecodeError
+from streams.dlq import dlq_depth
 from streams.envelope import Envelope
 from streams.failures import headers as h
-from streams.failures.dlq import dlq_depth
 from streams.failures.errors import FailureTopicError
 from streams.failures.headers import Stage
 from streams.failures.policy import RetryPolicy

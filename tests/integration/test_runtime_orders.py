@@ -16,8 +16,8 @@ from structlog.testing import capture_logs
 from streams.cluster import Topics
 from streams.codec import AvroCodec
 from streams.codec.envelope_wire import envelope_value, type_version_bytes
+from streams.dlq import read_dlq
 from streams.envelope import Envelope
-from streams.failures.dlq import read_dlq
 from streams.runtime import MissingTopicError, RecordFailed, Runtime, RuntimeConfig
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog

@@ -16,8 +16,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from test_failure_routing import CODEC, Running, payment
 
+from streams.dlq import execute_dlq_replay, plan_dlq_replay, read_dlq
 from streams.envelope import Envelope
-from streams.failures.dlq import execute_dlq_replay, plan_dlq_replay, read_dlq
 from streams.failures.headers import header_text
 from streams.testing import TopicFactory, TopicReader, produce_records
 from streams.testing.topics import unique_topic_name

@@ -3,14 +3,16 @@
 The layers, lowest first (``shared/DESIGN.md``, "Layout"): what a record is on the wire;
 the stores, failure-routing decisions and the broker; what to run (topologies); the
 record path (``streams.pipeline``); the runtime; what runs topologies for you (the test
-kit, replay); and the commands on top. Every import counts, lazy ones inside functions
-and ``TYPE_CHECKING`` ones included.
+kit, replay, the DLQ tools); and the commands on top. Every import counts, lazy ones
+inside functions and ``TYPE_CHECKING`` ones included.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 import streams
 
@@ -34,7 +36,7 @@ LAYERS: list[set[str]] = [
     {"topology"},
     {"pipeline", "observability.metrics", "observability.server"},
     {"runtime"},
-    {"testing", "replay", "tools", "faust", "patterns"},
+    {"testing", "replay", "dlq", "tools", "faust", "patterns"},
     {"cli", "demo", "bench", "__main__"},
 ]
 LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}
@@ -90,10 +92,55 @@ def test_no_module_imports_from_a_layer_above_its_own() -> None:
     assert upward == []
 
 
-def test_the_record_path_constructs_no_kafka_client() -> None:
-    # The runtime injects confluent-kafka clients and the TestDriver in-memory ones: a
-    # step that made its own would escape the driver.
-    for path in sorted((ROOT / "pipeline").glob("*.py")):
-        text = path.read_text()
-        for client in ("Consumer(", "Producer(", "AdminClient("):
-            assert client not in text.replace(f"class {client}", ""), f"{path.name}: {client}"
+# What builds a Kafka client: confluent-kafka's client classes, and the cluster's door to
+# its admin client. Types and constants (``Message``, ``TopicPartition``, ``KafkaError``)
+# build nothing.
+CLIENTS = frozenset(
+    {
+        "Consumer",
+        "Producer",
+        "AdminClient",
+        "ShareConsumer",
+        "DeserializingConsumer",
+        "DeserializingShareConsumer",
+        "SerializingProducer",
+        "admin_client",
+    }
+)
+
+
+def _clients_built(path: Path) -> list[str]:
+    """The client classes (or builders) ``path`` imports or calls."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            ("confluent_kafka", "streams.cluster")
+        ):
+            found += [f"imports {alias.name}" for alias in node.names if alias.name in CLIENTS]
+        elif isinstance(node, ast.Call):
+            called = node.func
+            name = getattr(called, "id", None) or getattr(called, "attr", None)
+            if name in CLIENTS:
+                found.append(f"calls {name}()")
+    return found
+
+
+def test_the_client_check_sees_the_clients_a_tool_builds() -> None:
+    assert {"imports Consumer", "calls Consumer()", "calls admin_client()"} <= set(
+        _clients_built(ROOT / "dlq" / "read.py")
+    )
+
+
+@pytest.mark.parametrize("package", ["pipeline", "failures"])
+def test_the_record_path_and_failure_routing_build_no_kafka_client(package: str) -> None:
+    """The runtime hands these modules confluent-kafka clients and the TestDriver in-memory
+    ones, so a driver test proves the runtime: a step or a router that built its own client
+    would escape the driver (and put cluster I/O below the tools, where ``streams.dlq``
+    and ``streams.replay`` live). ``failures/`` creates its topics through the
+    ``streams.cluster.Topics`` it is handed."""
+    built = {
+        f"streams/{path.relative_to(ROOT)}": uses
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if (uses := _clients_built(path))
+    }
+    assert built == {}

@@ -5,9 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from streams.codec.errors import UnknownTypeError
-from streams.failures import headers as h
-from streams.failures.dlq import (
-    NO_ERROR_HEADERS,
+from streams.dlq import (
     DeadLetter,
     DlqContents,
     DlqFilter,
@@ -16,6 +14,8 @@ from streams.failures.dlq import (
     plan_dlq_replay,
     summarize,
 )
+from streams.dlq.letters import NO_ERROR_HEADERS
+from streams.failures import headers as h
 from streams.failures.headers import SourcePosition, Stage
 from streams.failures.policy import RetryPolicy
 from streams.failures.routing import FailedRecord, FailureRouter
