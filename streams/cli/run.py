@@ -2,7 +2,9 @@
 
 One instance runs in this process. ``--instances N`` starts N instances as child
 processes of this one (same consumer group), forwards SIGINT/SIGTERM to them and exits
-with the worst of their exit codes.
+with the worst of their exit codes. A child is given the command as parsed here
+(``child_params``, written back as a command line by ``command_line``): every option
+reaches it without being listed again, and its port options and instance id are its own.
 
 Output: logs on stderr (JSON lines off a terminal). With ``--json``: logs as JSON lines
 always, and at a clean stop one JSON summary line on stdout per instance (app id,
@@ -14,16 +16,18 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import typer
+from typer import _click
+from typer.core import TyperArgument, TyperOption
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -72,7 +76,8 @@ InstanceIdOpt = typer.Option(
     "--instance-id",
     help="Stable name of this instance (state dir, transactional.id, and group.instance.id with "
     "--static-membership); "
-    "unique across machines; default: a free slot on this machine.",
+    "unique across machines; default: a free slot on this machine; with --instances N, "
+    "instance i (from 0) is ID-i.",
 )
 StaticOpt = typer.Option(
     False,
@@ -174,6 +179,7 @@ JsonRunOpt = typer.Option(
 
 
 def run(  # noqa: PLR0917 - a command's options
+    ctx: typer.Context,
     file: Path = FileArg,
     app_id: str | None = AppIdOpt,
     params: list[str] = SetOpt,
@@ -216,25 +222,7 @@ def run(  # noqa: PLR0917 - a command's options
     if concurrency is not None or ordering is not None:
         topology = topology.with_concurrency(concurrency or topology.concurrency, ordering)
     if instances > 1:
-        args = [str(file), "--app-id", topology.app_id, "--bootstrap-server", bootstrap]
-        args += [f"--set={p}" for p in params] + [f"-X{c}" for c in client]
-        args += ["--batch-size", str(batch_size), "--no-status", "--instances", "1"]
-        args += ["--guarantee", guarantee] if guarantee else []
-        args += ["--state-dir", state_dir] if state_dir else []
-        args += ["--config", str(config_file)] if config_file else []
-        args += ["--timeout", str(timeout), "--stall-warning", str(stall_warning)]
-        args += ["--stall-after", str(stall_after)]
-        args += ["--wait-for-broker"] if wait_for_broker else []
-        args += ["--json"] if as_json else []
-        args += ["--advertise", advertise] if advertise else []
-        args += ["--share"] if share else []
-        args += ["--deliveries", str(deliveries)] if deliveries else []
-        args += ["--concurrency", str(concurrency)] if concurrency else []
-        args += ["--ordering", ordering] if ordering else []
-        args += ["--replication-factor", str(replication_factor)]
-        args += ["--static-membership"] if static_membership else []
-        ports = {"--metrics-port": metrics_port, "--query-port": query_port}
-        raise typer.Exit(_supervise(args, instances, ports))
+        raise typer.Exit(_supervise(ctx, instances, topology.app_id))
     config = instance_config(
         bootstrap,
         client_settings(config_file, client),
@@ -309,24 +297,60 @@ def advertised(advertise: str | None, query_port: int | None) -> str | None:
     return f"{advertise}:{query_port}"
 
 
-def _supervise(args: list[str], instances: int, ports: dict[str, int | None]) -> int:
-    """Start ``instances`` children running ``streams run <args>``; forward stop signals.
-    Each port option given (``--metrics-port``, ``--query-port``) is ``port + i`` for
-    child i (0: each a free port)."""
-    env = {**os.environ, "STREAMS_INSTANCES": "1"}
-    env.pop("STREAMS_METRICS_PORT", None)  # each child is given its own ports
-    env.pop("STREAMS_QUERY_PORT", None)
-    cmd = [sys.executable, "-m", "streams", "run", *args]
+def child_params(params: Mapping[str, Any], i: int, app_id: str) -> dict[str, Any]:
+    """The options of child ``i`` of ``--instances N``: the parent's ``params`` (a
+    ``Context.params`` of ``run``), as one instance of the app the parent loaded,
+    without a live status line; each port option given is ``port + i`` (0: each a free
+    port), an instance id given is ``<id>-<i>``."""
+    own: dict[str, Any] = {"instances": 1, "status": False, "app_id": app_id}
+    for name in ("metrics_port", "query_port"):
+        port = params[name]
+        own[name] = None if port is None else port + i if port else 0
+    if params["instance_id"] is not None:
+        own["instance_id"] = f"{params['instance_id']}-{i}"
+    return {**params, **own}
 
-    def ports_of(i: int) -> list[str]:
-        return [
-            arg
-            for option, port in ports.items()
-            if port is not None
-            for arg in (option, str(port + i if port else 0))
-        ]
 
-    children = [subprocess.Popen([*cmd, *ports_of(i)], env=env) for i in range(instances)]
+def command_line(command: _click.Command, params: Mapping[str, Any]) -> list[str]:
+    """``params`` of ``command`` (a ``Context.params``) as the arguments that parse
+    back to them: every option and argument the command declares, so none is left out.
+    Options left unset (None, an empty list, a flag's default) are left out."""
+    options: list[str] = []
+    arguments: list[str] = []
+    for param in command.params:
+        value: Any = params.get(param.name or "")
+        if isinstance(param, TyperArgument):
+            arguments += [str(v) for v in value] if param.multiple else [str(value)]
+        elif isinstance(param, TyperOption) and value is not None:
+            options += _option(param, value)
+    return [*options, "--", *arguments] if arguments else options
+
+
+def _option(option: TyperOption, value: Any) -> list[str]:
+    name = next((o for o in option.opts if o.startswith("--")), option.opts[0])
+    if option.count:
+        return [name] * value
+    if option.is_flag:
+        return [name] if value else option.secondary_opts[:1]
+    # --name=value, -Xvalue: a value that starts with '-' is never read as an option.
+    glue = "=" if name.startswith("--") else ""
+    return [f"{name}{glue}{v}" for v in (value if option.multiple else [value])]
+
+
+def _supervise(ctx: typer.Context, instances: int, app_id: str) -> int:
+    """Start ``instances`` children, each running the command of ``ctx`` with its
+    ``child_params`` (and the options of ``streams`` itself, e.g. ``-v``); forward stop
+    signals to them. The command line is never logged: ``-X`` may carry secrets."""
+    cmd = [sys.executable, "-m", "streams"]
+    if ctx.parent is not None:
+        cmd += command_line(ctx.parent.command, ctx.parent.params)
+    cmd.append(ctx.info_name or "run")
+
+    def start(i: int) -> subprocess.Popen[bytes]:
+        args = command_line(ctx.command, child_params(ctx.params, i, app_id))
+        return subprocess.Popen([*cmd, *args])
+
+    children = [start(i) for i in range(instances)]
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         for child in children:

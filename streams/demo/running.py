@@ -13,9 +13,10 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from streams.runtime import Runtime, RuntimeConfig
+from streams.runtime.instance import Instance
 from streams.topology import Topology
 
 
@@ -38,18 +39,13 @@ def running(
     return on_thread(lambda: Runtime(topology, config), quiet_below)
 
 
-class Runs(Protocol):
-    def run(self) -> None: ...
-    def stop(self) -> None: ...
-
-
-R = TypeVar("R", bound=Runs)
+R = TypeVar("R", bound=Instance)
 
 
 @contextmanager
 def on_thread(make: Callable[[], R], quiet_below: int = logging.WARNING) -> Iterator[R]:
-    """``make()`` a runtime (a ``ShareRuntime`` too) and run it on a thread while the block
-    runs; stopped and joined on exit."""
+    """``make()`` an ``Instance`` (a ``Runtime``, a ``ShareRuntime``) and run it on a
+    thread while the block runs; stopped and joined on exit."""
     with quiet(quiet_below):
         runtime = make()
         worker = threading.Thread(target=runtime.run, name="demo-runtime", daemon=True)

@@ -81,6 +81,11 @@ class InstanceServer:
         """The bound port (the one asked for, or the free one picked for 0)."""
         return self._server.server_address[1] if self._server is not None else self._requested
 
+    @property
+    def bound(self) -> bool:
+        """Whether it holds its port: from ``bind`` (or ``start``) until ``stop``."""
+        return self._server is not None
+
     def bind(self) -> InstanceServer:
         """Take the port (nothing is served until ``start``)."""
         if self._server is None:
@@ -105,13 +110,15 @@ class InstanceServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving and give the port back (a port bound and never served too)."""
         server, self._server = self._server, None
+        thread, self._thread = self._thread, None
         if server is not None:
-            server.shutdown()
+            if thread is not None:  # ``shutdown`` waits for ``serve_forever`` to return
+                server.shutdown()
             server.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
-            self._thread = None
+        if thread is not None:
+            thread.join(5)
 
 
 def _handler(

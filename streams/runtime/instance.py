@@ -1,10 +1,11 @@
-"""One instance as ``streams run`` starts it: topics prepared, signals handled, status shown."""
+"""One instance of a topology: what every kind is (``Instance``), and one as ``streams run``
+starts it: topics prepared, signals handled, status shown."""
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from streams.cluster import admin_client
 from streams.pipeline.stats import Stats
@@ -14,7 +15,57 @@ from streams.runtime.share import ShareRuntime
 from streams.runtime.signals import graceful_shutdown
 from streams.runtime.status import StatusReporter
 from streams.runtime.topics import prepare_topics
+from streams.state import StateManager
 from streams.topology import Topology
+from streams.topology.plan import Plan
+
+
+class Instance(Protocol):
+    """One instance of a topology, whatever group it consumes in: a consumer group's
+    ``Runtime`` or a share group's worker (``ShareRuntime``), as ``runtime_for`` picks.
+    What ``streams run``, the ``TestDriver`` and the demo do with either: run it until
+    stopped (``run``, ``stop``), or turn by turn (``start``, ``turn``, ``close``), and read
+    its counters, plan, stores and tables."""
+
+    topology: Topology
+    config: RuntimeConfig
+    stats: Stats
+
+    @property
+    def state(self) -> StateManager | None:
+        """Its stores (None without any: a share worker never has any)."""
+
+    @property
+    def plan(self) -> Plan:
+        """The compiled topology its chain runs."""
+
+    @property
+    def duplicates(self) -> int:
+        """Records its topology's dedup steps dropped so far."""
+
+    @property
+    def in_flight(self) -> int:
+        """Records a turn started and left unfinished: those awaiting async steps with
+        concurrency on. An instance that finishes each record within its turn (a share
+        worker) has none between turns: the ``TestDriver`` turns until none is."""
+
+    def run(self) -> None:
+        """Start, turn until ``stop``, close. Raises ``RuntimeFailure``."""
+
+    def stop(self) -> None:
+        """Ask ``run`` to finish (any thread, signal handlers)."""
+
+    def start(self) -> None:
+        """What comes before the first turn (topics, the group)."""
+
+    def turn(self, wait: float | None = None) -> int:
+        """One turn of the loop; returns how many records it took."""
+
+    def close(self, failure: BaseException | None = None) -> None:
+        """Finish what is done and leave the group; ``failure``: what stopped it."""
+
+    def query(self, table: str, key: str) -> Any | None:
+        """The value of ``key`` in ``table`` (``streams.runtime.query``)."""
 
 
 def run_instance(
@@ -23,7 +74,7 @@ def run_instance(
     *,
     live: bool | None = None,
     on_tick: Callable[[Stats], None] | None = None,
-) -> Runtime | ShareRuntime:
+) -> Instance:
     """Create owned topics, then run until SIGINT/SIGTERM (graceful: finish, flush,
     commit, close; a second signal forces exit). Must be called on the main thread.
     ``on_tick(stats)`` is called with the status, on the runtime's thread, every
@@ -48,9 +99,7 @@ def run_instance(
     return runtime
 
 
-def runtime_for(
-    topology: Topology, config: RuntimeConfig, **options: Any
-) -> Runtime | ShareRuntime:
+def runtime_for(topology: Topology, config: RuntimeConfig, **options: Any) -> Instance:
     """The runtime of ``topology``: a consumer group's ``Runtime``, or a share group's
     worker (``ShareRuntime``); ``options`` are the constructor's (clients, clock, ...)."""
     if topology.consumption == "share":

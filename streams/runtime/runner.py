@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
@@ -51,43 +51,22 @@ from streams.coordinates import TP
 from streams.failures.topics import ensure_failure_topics
 from streams.logs import get_logger, in_hand
 from streams.observability.health import Health
-from streams.observability.server import InstanceServer, load_metrics
-from streams.pipeline.chain import Intake, build_chain
+from streams.observability.server import InstanceServer
+from streams.pipeline.chain import Intake
 from streams.pipeline.commit import Committer
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure
-from streams.pipeline.failure import (
-    OnSkip,
-    failure_handler,
-    failure_topics,
-    needs_range_assignor,
-)
-from streams.pipeline.offsets import Partitions
-from streams.pipeline.produce import OutputSink
+from streams.pipeline.failure import OnSkip, failure_topics
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
+from streams.runtime.assembly import Assembly
 from streams.runtime.clients import Clients, KafkaClients
-from streams.runtime.commit import CommitContext, make_committer
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.errors import RecordFailed
-from streams.runtime.query import Tables, client_id
-from streams.runtime.recovery import Recovery
-from streams.runtime.stall import PartitionEnds, StallWatch
-from streams.runtime.state import (
-    RuntimeState,
-    claim_slot,
-    crash_guard,
-    identity,
-    needs_state,
-    processing_guarantee,
-    transactional_id,
-)
+from streams.runtime.stall import StallWatch
 from streams.state import StateManager
 from streams.topology import Topology
 from streams.topology.plan import Plan
 from streams.topology.policy import ProcessingError
-
-if TYPE_CHECKING:
-    from streams.observability.metrics import RuntimeMetrics
 
 
 class Runtime:
@@ -109,126 +88,31 @@ class Runtime:
         intake: Sequence[Intake] = (),
         on_skip: OnSkip | None = None,
     ) -> None:
-        if codec is None:
-            from streams.codec import AvroCodec  # noqa: PLC0415 - loads the catalog once
-            from streams.schemas import default_catalog  # noqa: PLC0415
-
-            codec = AvroCodec(default_catalog())
-        clients = clients or KafkaClients(config.bootstrap, config.client)
-        self.topology = topology
-        self.config = config
-        self.codec = codec
-        self.stats = Stats()
-        self._on_tick = on_tick
-        self._stopping = False
-        self._started = False
-        self._last_tick = time.monotonic()
-        self.health = Health()
-        app = topology.app_id
-        # Metrics: decided here, once; without a port nothing of them is on the record path.
-        self.metrics: RuntimeMetrics | None = None
-        stats_settings: dict[str, Any] = {}
-        if config.metrics_port is not None:
-            self.metrics = metrics = load_metrics().RuntimeMetrics(app, config.instance_id)
-            stats_settings = metrics.client_settings("producer")
-            intake = (*intake, metrics.measure)
-            on_skip = metrics.count_skipped(on_skip)
-        self._log = log = get_logger("streams.runtime", app=app)
-        guarantee = processing_guarantee(topology, config)
-        self._state: RuntimeState | None = None
-        stateful = needs_state(topology, guarantee)
-        # A static member is named by its slot, so a stateless instance claims one too.
-        self._slot = claim_slot(app, config) if stateful or config.static_membership else None
-        if stateful:
-            self._state = RuntimeState.open(topology, config, self._slot, clients.consumer, clock)
-        state = self._state.manager if self._state is not None else None
-        self._guard = crash_guard(app, config, self._state)
-        handler = failure_handler(topology, state)  # adds the waiting rooms to ``state``
-        tid = None
-        if guarantee == "exactly_once":
-            tid = transactional_id(app, config, self._slot)
-
-        def make_producer() -> Any:
-            return clients.producer({**config.producer_config(tid), **stats_settings})
-
-        consumer_config = {
-            **config.consumer_config(
-                app,
-                range_assignor=needs_range_assignor(topology),
-                group_instance_id=identity(app, config, self._slot),
-            ),
-            "error_cb": self._client_error,
-        }
-        # The query port is bound now: the consumer advertises it to the group.
-        self._query_server: InstanceServer | None = None
-        if config.query_port is not None:
-            self._query_server = InstanceServer(
-                config.query_port, self.health, query=self._answer
-            ).bind()
-            endpoint = config.advertise or f"127.0.0.1:{self._query_server.port}"
-            consumer_config = {"client.id": client_id(app, endpoint), **consumer_config}
+        self.topology, self.config = topology, config
+        self.stats, self.health = Stats(), Health()
+        self._on_tick, self._last_tick = on_tick, time.monotonic()
+        self._stopping = self._started = False
+        self._outage: KafkaError | None = None  # every broker lost (``_client_error``)
+        self._log = get_logger("streams.runtime", app=topology.app_id)
+        made = Assembly(
+            topology, config, clients or KafkaClients(config.bootstrap, config.client),
+            codec=codec, clock=clock, intake=intake, on_skip=on_skip, stats=self.stats,
+            health=self.health, log=self._log, on_error=self._client_error,
+            query=self._answer, stopping=lambda: self._stopping,
+        )  # fmt: skip
+        # What the instance is made of (``streams.runtime.assembly``), in the order it is made.
+        self.codec, self.metrics = made.codec, made.metrics  # metrics: None without a port
+        self._local = made.local  # slot, stores, crash guard
+        self._topics, self._consumer, self._sink = made.topics, made.consumer, made.sink
+        self._partitions = made.partitions
+        self._chain = made.chain  # the record path, and its committer
+        self._committer = made.chain.committer
+        self._tables, self._stall, self._recovery = made.tables, made.stall, made.recovery
+        self._servers = (made.metrics_server, made.query_server)
+        self._parts = made.parts  # beside the loop while ``run`` runs, in start order
+        self._held = made.held  # released by ``close``, in this order
         if self.metrics is not None:
-            consumer_config.update(self.metrics.client_settings("consumer"))
-        self._outage: KafkaError | None = None
-        self._topics = config.topics(clients.admin())
-        self._consumer = consumer = clients.consumer(consumer_config)
-        self._sink = sink = OutputSink(make_producer())
-        self._partitions = partitions = Partitions(
-            consumer,
-            auto_offset_reset=config.auto_offset_reset,
-            timeout=config.shutdown_timeout_s,
-        )
-        # The stall watch's view of the partitions (a step refreshes it; none when off).
-        ends = PartitionEnds(partitions, consumer, every_s=min(config.stall_after_s / 4, 5.0))
-        if config.stall_after_s > 0:
-            intake = (*intake, ends.step)
-        context = CommitContext(
-            consumer, self._topics, sink, make_producer, partitions, config.shutdown_timeout_s, log
-        )
-        self._committer = committer = make_committer(context, state, tid)
-        if self.metrics is not None:
-            self._committer = committer = self.metrics.timed(committer)
-        self._chain = build_chain(
-            topology,
-            codec=codec,
-            state=state,
-            handler=handler,
-            sink=sink,
-            partitions=partitions,
-            committer=committer,
-            consumer=consumer,
-            stats=self.stats,
-            log=log,
-            clock=clock,
-            commit_interval_s=config.commit_interval_s,
-            on_skip=on_skip,
-            intake=intake,
-            step_timer=self.metrics.steps if self.metrics is not None else None,
-            shutdown_timeout_s=config.shutdown_timeout_s,
-            max_held=config.buffered_per_partition,
-        )
-        self._committer = committer = self._chain.committer  # with concurrency, wrapped
-        self._tables = Tables(topology, state, self.plan.payloads, self._topics.partition_count)
-        gate = self._chain.gate
-        if gate is not None:  # a retry tier held until its head is due: waiting, not stalled
-            ends.waiting = gate.is_held
-        self._stall = StallWatch(
-            self._chain.attempt.plan.current,
-            config.stall_warning_s,
-            log,
-            after_s=config.stall_after_s,
-            progress=ends,
-        )
-        self.health.register(self._stall)  # a stalled partition: /readyz not ready
-        self._recovery = Recovery(
-            consumer=consumer,
-            committer=committer,
-            stopping=lambda: self._stopping,
-            log=log,
-        )
-        self._server: InstanceServer | None = None
-        if self.metrics is not None:
-            self.metrics.watch(self)
+            self.metrics.watch(self)  # read at scrape time from now on
 
     # -- control -------------------------------------------------------------------------
     def stop(self) -> None:
@@ -239,7 +123,7 @@ class Runtime:
     def state(self) -> StateManager | None:
         """The instance's stores (None when the topology declares none, routes no failures
         and runs at-least-once); ``state.stores[name].partitions`` are the open ones."""
-        return self._state.manager if self._state is not None else None
+        return self._local.manager
 
     @property
     def stall(self) -> StallWatch:
@@ -282,24 +166,15 @@ class Runtime:
 
     def run(self) -> None:
         """Consume, process and commit until stopped. Raises RuntimeFailure on failure."""
-        # Before the start: /healthz and /readyz answer while it blocks.
-        if self.metrics is not None and self.config.metrics_port is not None:
-            self._server = InstanceServer(
-                self.config.metrics_port,
-                self.health,
-                exposition=self.metrics.exposition,
-                query=self._answer,
-            ).start()
-        if self._query_server is not None:
-            self._query_server.start()
+        for part in self._parts:  # the servers first: /healthz answers while start() blocks
+            part.start()
         self.health.running = True
         try:
             self.start()
         except BaseException:
-            self._stop_serving()
+            self._stop_parts()
             raise
         failure: BaseException | None = None
-        self._stall.start()
         try:
             while not self._stopping:
                 try:
@@ -317,29 +192,27 @@ class Runtime:
             failure = exc
             raise
         finally:
-            self._stall.stop()
             self.health.running = False
             try:
                 self.close(failure)
             finally:
-                self._stop_serving()
+                self._stop_parts()  # the servers answer (not running) until closed
 
-    def _stop_serving(self) -> None:
+    def _stop_parts(self) -> None:
         self.health.running = False
-        for server in (self._server, self._query_server):
-            if server is not None:
-                server.stop()
-        self._server = self._query_server = None
+        for part in reversed(self._parts):
+            part.stop()
 
     @property
     def metrics_port(self) -> int | None:
         """The port metrics are served on while ``run`` runs (the free one picked for 0)."""
-        return self._server.port if self._server is not None else None
+        return _bound_port(self._servers[0])
 
     @property
     def query_port(self) -> int | None:
-        """The port tables are queried on (the free one picked for 0)."""
-        return self._query_server.port if self._query_server is not None else None
+        """The port tables are queried on (the free one picked for 0), from the start until
+        ``run`` returns."""
+        return _bound_port(self._servers[1])
 
     def query(self, table: str, key: str) -> Any | None:
         """The value of ``key`` in ``table`` (an aggregation without windows, or a table
@@ -357,8 +230,8 @@ class Runtime:
         try:
             for topics in failure_topics(self.topology):
                 ensure_failure_topics(self._topics, topics)
-            if self._state is not None:
-                self._state.start()
+            if self._local.state is not None:
+                self._local.state.start()  # restore progress shown from now on
             self._committer.start()
         except BaseException:  # nothing started: release what the instance holds
             self._release()
@@ -437,9 +310,10 @@ class Runtime:
         started = time.monotonic()
         keys = _keys(partitions)
         self._partitions.assign(keys)
-        if self._guard is not None:
+        guard = self._local.guard
+        if guard is not None:
             for po in self._partitions.of(keys):
-                po.guard = self._guard.partition(po.topic, po.partition)
+                po.guard = guard.partition(po.topic, po.partition)
         self.health.restoring = True
         try:
             self._committer.assigned(keys)  # restores the stores (blocks)
@@ -469,9 +343,10 @@ class Runtime:
         self._log.warning("partitions lost", partitions=_names(keys))
 
     def _leave(self, keys: list[TP], *, clean: bool) -> None:
-        if self._guard is not None:
+        guard = self._local.guard
+        if guard is not None:
             for topic, partition in keys:
-                self._guard.released(topic, partition, clean=clean)
+                guard.released(topic, partition, clean=clean)
         self._chain.head.revoked(keys)
         self._chain.pauses.forget(keys)
         self._partitions.remove(keys)
@@ -529,15 +404,8 @@ class Runtime:
                 )
 
     def _release(self) -> None:
-        self._chain.attempt.close()
-        self._consumer.close()  # leaves the group: the revoke callback commits again
-        if self._guard is not None:
-            self._guard.close()  # an orderly end: no partition died with a record in hand
-        self._committer.close()
-        if self._state is not None:
-            self._state.close()  # stores closed, local copies kept
-        if self._slot is not None:
-            self._slot.close()
+        for part in self._held:  # in their order (``Assembly.held``)
+            part.close()
 
 
 def _keys(partitions: list[TopicPartition]) -> list[TP]:
@@ -546,3 +414,7 @@ def _keys(partitions: list[TopicPartition]) -> list[TP]:
 
 def _names(keys: list[TP]) -> list[str]:
     return [f"{t}[{p}]" for t, p in keys]
+
+
+def _bound_port(server: InstanceServer | None) -> int | None:
+    return server.port if server is not None and server.bound else None

@@ -58,7 +58,8 @@ class ShareClients(Protocol):
 
 
 class ShareRuntime:
-    """A worker of ``topology`` on its share group (see the module docstring)."""
+    """A worker of ``topology`` on its share group (see the module docstring); an
+    ``Instance`` like the consumer group's ``Runtime``."""
 
     def __init__(
         self,
@@ -105,7 +106,9 @@ class ShareRuntime:
 
     @property
     def duplicates(self) -> int:
-        return 0  # a share group's topology has no dedup step
+        """Records dropped by dedup steps: none (a share group's topology has none: dedup
+        keeps state by key), counted as the consumer group's runtime counts them."""
+        return self._attempt.duplicates
 
     @property
     def state(self) -> None:
@@ -141,8 +144,12 @@ class ShareRuntime:
         self._consumer.subscribe(self.topology.topics_read)
         self._log.info("started", topics=self.topology.topics_read)
 
-    in_flight = 0
-    """Records started and not finished between turns: none (one record at a time)."""
+    @property
+    def in_flight(self) -> int:
+        """Records started and not finished between turns: none, ever. The share chain
+        has no concurrency step: each record is finished (an async step awaited in place)
+        within the turn that took it (``streams.runtime.instance.Instance``)."""
+        return 0
 
     def turn(self, wait: float | None = None) -> int:
         """One turn: what the consumer delivered (waiting up to ``wait``, default
