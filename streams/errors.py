@@ -13,3 +13,8 @@ class BrokerError(StreamsError):
 
 class MissingToolError(BrokerError):
     """A program the local broker needs (Java, Maven) is missing or too old."""
+
+
+class ProduceError(StreamsError):
+    """Records written to a topic were not all acknowledged: the broker refused one, or
+    the acknowledgements did not come in time (``streams produce``, the test kit)."""

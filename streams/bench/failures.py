@@ -22,9 +22,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from streams.bench.bare_client import PRODUCER_CONFIG, produce_bare
 from streams.bench.core import BenchContext, Row
 from streams.cluster import Topics, delete_topics
+from streams.coordinates import Coordinates
 from streams.dlq import read_dlq
 from streams.failures.handler import Decision, FailureHandler
-from streams.failures.headers import SourcePosition
 from streams.failures.policy import RetryPolicy
 from streams.failures.routing import FailedRecord, FailureRouter
 from streams.failures.topics import FailureTopics, ensure_failure_topics
@@ -103,7 +103,7 @@ def _write_dead_letters(bootstrap: str, topic: str, count: int) -> None:
         raise TimeoutError("bench failure")
     except TimeoutError as exc:
         error = exc
-    source = FailedRecord(b"k", PAYLOAD, [("ce_id", b"0")], SourcePosition("src", 0, 0))
+    source = FailedRecord(b"k", PAYLOAD, [("ce_id", b"0")], Coordinates("src", 0, 0))
     route = FailureRouter("bench", RetryPolicy.no_retries()).route(source, error)
     headers: Any = route.headers
     producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG})

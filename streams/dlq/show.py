@@ -15,7 +15,7 @@ Decoder = Callable[[bytes | None, Headers], Any]
 def describe(
     letter: DeadLetter, contents: DlqContents | None = None, decode: Decoder | None = None
 ) -> dict[str, Any]:
-    """A JSON-able view of one dead letter: position, ids, error, headers, decoded body."""
+    """A JSON-able view of one dead letter: coordinates, ids, error, headers, decoded body."""
     failure = letter.failure
     view: dict[str, Any] = {
         "ref": letter.ref,

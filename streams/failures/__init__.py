@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         RetryPolicyError,
     )
     from streams.failures.handler import Admission, Decision, FailureHandler
-    from streams.failures.headers import FailureInfo, SourcePosition, Stage
+    from streams.failures.headers import FailureInfo, Stage
     from streams.failures.metrics import FailureMetrics
     from streams.failures.parked import ParkedRecord, TransactionWaitingStore
     from streams.failures.policy import RetryPolicy, Verdict
@@ -52,7 +52,7 @@ else:
                 "RetryPolicyError",
             ],
             "streams.failures.handler": ["Admission", "Decision", "FailureHandler"],
-            "streams.failures.headers": ["FailureInfo", "SourcePosition", "Stage"],
+            "streams.failures.headers": ["FailureInfo", "Stage"],
             "streams.failures.metrics": ["FailureMetrics"],
             "streams.failures.parked": ["ParkedRecord", "TransactionWaitingStore"],
             "streams.failures.policy": ["RetryPolicy", "Verdict"],
@@ -85,7 +85,6 @@ __all__ = [
     "RetryPolicy",
     "RetryPolicyError",
     "Route",
-    "SourcePosition",
     "Stage",
     "TransactionWaitingStore",
     "Verdict",

@@ -38,7 +38,8 @@ from datetime import datetime
 from enum import Enum
 from typing import NamedTuple
 
-from streams.failures.headers import FailureInfo, Headers, SourcePosition, Stage
+from streams.coordinates import Coordinates
+from streams.failures.headers import FailureInfo, Headers, Stage
 from streams.failures.metrics import FailureMetrics
 from streams.failures.parked import ParkedRecord
 from streams.failures.policy import RetryPolicy
@@ -71,10 +72,10 @@ def _attempts(info: FailureInfo | None) -> int:
 
 
 def _parked(
-    record: RecordLike, position: SourcePosition, headers: Headers, failure: FailureInfo | None
+    record: RecordLike, coordinates: Coordinates, headers: Headers, failure: FailureInfo | None
 ) -> ParkedRecord:
     return ParkedRecord(
-        record.key, record.value, tuple(headers), position, record.timestamp, failure
+        record.key, record.value, tuple(headers), coordinates, record.timestamp, failure
     )
 
 
@@ -118,14 +119,14 @@ class FailureHandler:
         return room
 
     def _is_head(self, room: Room, record: RecordLike, info: FailureInfo | None) -> bool:
-        """Is ``record`` the one its key waits for (same source position, same attempt)?"""
+        """Is ``record`` the one its key waits for (same coordinates, same attempt)?"""
         if record.key is None:
             return False
         head = room.head(record.key)
         if head is None:
             return False
-        origin = info.origin if info is not None else record.position
-        return head.position == origin and _attempts(head.failure) == _attempts(info)
+        origin = info.origin if info is not None else record.coordinates
+        return head.coordinates == origin and _attempts(head.failure) == _attempts(info)
 
     def on_record(self, record: RecordLike) -> Admission:
         """Process, park or skip a consumed record (see the module docstring).
@@ -143,29 +144,29 @@ class FailureHandler:
             return Admission(Decision.PROCESS, record)
         info = record.failure
         if info is None:
-            position = record.position
-            room = self._rooms.get((position.topic, position.partition))
+            coordinates = record.coordinates
+            room = self._rooms.get((coordinates.topic, coordinates.partition))
             if room is None and self._store_for is not None:
-                room = self.room(position.topic, position.partition)  # its store may know
+                room = self.room(coordinates.topic, coordinates.partition)  # its store may know
             if room is None or not room.is_blocked(key):  # the common case: nothing waits
                 return Admission(Decision.PROCESS, record)
-        origin = info.origin if info is not None else record.position
+        origin = info.origin if info is not None else record.coordinates
         room = self.room(origin.topic, origin.partition)
         head = room.head(key)
         if info is None:
             if head is None:
                 return Admission(Decision.PROCESS, record)
-            if head.position == record.position:
-                room.failed(key, _parked(record, record.position, record.headers, None))
+            if head.coordinates == record.coordinates:
+                room.failed(key, _parked(record, record.coordinates, record.headers, None))
                 return Admission(Decision.PROCESS, record)
-            if head.position.offset > record.position.offset:
+            if head.coordinates.offset > record.coordinates.offset:
                 # Settled before its key's head failed (the state is ahead of the committed
                 # offsets): process it again, outside the waiting room, in case its writes
                 # were lost; it cannot wait behind a record that came after it.
                 return Admission(Decision.PROCESS, record)
-            if any(p.position == record.position for p in room.parked(key)):
+            if any(p.coordinates == record.coordinates for p in room.parked(key)):
                 return Admission(Decision.SKIP)
-            room.admit(key, _parked(record, record.position, record.headers, None))
+            room.admit(key, _parked(record, record.coordinates, record.headers, None))
             return Admission(Decision.PARK)
         if head is None:
             return Admission(Decision.SKIP)
@@ -217,15 +218,15 @@ class FailureHandler:
         """An input record read again after its key moved past it (see ``on_record``)."""
         if info is not None or record.key is None or not self.policy.ordered:
             return False
-        position = record.position
-        room = self._rooms.get((position.topic, position.partition))
+        coordinates = record.coordinates
+        room = self._rooms.get((coordinates.topic, coordinates.partition))
         head = room.head(record.key) if room is not None else None
-        return head is not None and head.position.offset > position.offset
+        return head is not None and head.coordinates.offset > coordinates.offset
 
     def _settle(self, record: RecordLike, info: FailureInfo | None) -> ParkedRecord | None:
         if not self.policy.ordered or record.key is None:
             return None
-        origin = info.origin if info is not None else record.position
+        origin = info.origin if info is not None else record.coordinates
         room = self._rooms.get((origin.topic, origin.partition))
         if room is None and self._store_for is not None:
             room = self.room(origin.topic, origin.partition)  # its store may know the key

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
-from typing import NamedTuple
 
+from streams.coordinates import Coordinates
 from streams.failures.errors import FailureHeaderError
 from streams.timespec import format_instant, parse_instant
 
@@ -63,19 +63,6 @@ class Stage(Enum):
     PROCESS = "process"
 
 
-class SourcePosition(NamedTuple):
-    """Where a record was first read: its input topic, partition and offset.
-
-    A named tuple: made once per consumed record, so it must be cheap."""
-
-    topic: str
-    partition: int
-    offset: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}[{self.partition}]@{self.offset}"
-
-
 _STAGES = {stage.value: stage for stage in Stage}
 _EPOCH = datetime.fromtimestamp(0, UTC)
 
@@ -84,14 +71,14 @@ _EPOCH = datetime.fromtimestamp(0, UTC)
 class FailureInfo:
     """What the error headers say about a failed record.
 
-    ``origin`` is the position in the *input* topic, kept across retry tiers. ``due`` and
+    ``origin`` is the coordinates in the *input* topic, kept across retry tiers. ``due`` and
     ``tier`` are set on retry records only; ``attempts`` counts failed attempts so far.
     """
 
     exception: str
     message: str
     stacktrace: str
-    origin: SourcePosition
+    origin: Coordinates
     attempts: int
     first_failure: datetime
     last_failure: datetime
@@ -216,7 +203,7 @@ def parse_failure_headers(headers: Headers | None) -> FailureInfo | None:
             exception=values[EXCEPTION],
             message=values.get(MESSAGE, ""),
             stacktrace=values.get(STACKTRACE, ""),
-            origin=SourcePosition(
+            origin=Coordinates(
                 topic=values.get(TOPIC, ""),
                 partition=int(values.get(PARTITION, "-1")),
                 offset=int(values.get(OFFSET, "-1")),

@@ -5,7 +5,7 @@ at least one failure; ``dead_lettered``: records written to a DLQ; ``dlq_depth``
 in each DLQ topic when last measured; ``retried_by_topic`` and ``dead_lettered_by_topic``:
 the same two counts per input topic (the metrics endpoint's labels). Counting is a few
 integer additions per failure (nothing on the success path of a record that never
-failed). The WARNING carries the record's ids and position and the exception's class,
+failed). The WARNING carries the record's ids and coordinates and the exception's class,
 never its key, value or message (messages often quote the payload).
 """
 
@@ -38,7 +38,7 @@ class FailureMetrics:
     def routed(self, route: Route, acked: bool = True) -> None:
         """Count a failed record once its write to ``route.topic`` is acknowledged.
 
-        Logs one WARNING per dead-lettered record (ids, position, exception class).
+        Logs one WARNING per dead-lettered record (ids, coordinates, exception class).
         """
         if not acked:
             return

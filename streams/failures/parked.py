@@ -18,8 +18,9 @@ from typing import Any, Protocol
 
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
+from streams.coordinates import Coordinates
 from streams.failures.errors import FailureRoutingError
-from streams.failures.headers import FailureInfo, Header, SourcePosition, parse_failure_headers
+from streams.failures.headers import FailureInfo, Header, parse_failure_headers
 from streams.failures.waiting import WaitingEntry
 
 FORMAT = 1
@@ -71,14 +72,14 @@ class CorruptWaitingEntryError(FailureRoutingError):
 class ParkedRecord:
     """A record kept in the waiting room: enough to process it later as if just read.
 
-    ``position`` is its input position; ``headers`` hold error headers when it failed
+    ``coordinates`` is its input coordinates; ``headers`` hold error headers when it failed
     before (a key's head that went to a retry tier), and ``failure`` says what they say
     (parsed from them when not given; never stored separately)."""
 
     key: bytes | None
     value: bytes | None
     headers: tuple[Header, ...]
-    position: SourcePosition
+    coordinates: Coordinates
     timestamp: int | None = None
     failure: FailureInfo | None = field(default=None, compare=False)
 
@@ -89,9 +90,9 @@ class ParkedRecord:
 
 def _record_out(record: ParkedRecord) -> dict[str, Any]:
     return {
-        "topic": record.position.topic,
-        "partition": record.position.partition,
-        "offset": record.position.offset,
+        "topic": record.coordinates.topic,
+        "partition": record.coordinates.partition,
+        "offset": record.coordinates.offset,
         "timestamp": record.timestamp,
         "key": record.key,
         "value": record.value,
@@ -104,7 +105,7 @@ def _record_in(data: dict[str, Any]) -> ParkedRecord:
         key=data["key"],
         value=data["value"],
         headers=tuple((h["name"], h["value"]) for h in data["headers"]),
-        position=SourcePosition(data["topic"], data["partition"], data["offset"]),
+        coordinates=Coordinates(data["topic"], data["partition"], data["offset"]),
         timestamp=data["timestamp"],
     )
 

@@ -15,11 +15,11 @@ from typing import Any, Protocol, cast
 
 from confluent_kafka import Message
 
+from streams.coordinates import Coordinates
 from streams.failures.headers import (
     FailureInfo,
     Header,
     Headers,
-    SourcePosition,
     Stage,
     describe_exception,
     parse_failure_headers,
@@ -33,7 +33,7 @@ class RecordLike(Protocol):
     """A record as failure routing sees it: read from Kafka (the record path's ``Record``,
     a ``FailedRecord``) or released from a waiting room (a ``ParkedRecord``).
 
-    ``position`` is where it was read; ``failure`` what its error headers say when it was
+    ``coordinates`` is where it was read; ``failure`` what its error headers say when it was
     read from a retry tier (None for a record that never failed), parsed once."""
 
     @property
@@ -43,7 +43,7 @@ class RecordLike(Protocol):
     @property
     def headers(self) -> Headers: ...
     @property
-    def position(self) -> SourcePosition: ...
+    def coordinates(self) -> Coordinates: ...
     @property
     def timestamp(self) -> int | None: ...
     @property
@@ -63,7 +63,7 @@ class FailedRecord:
     key: bytes | None
     value: bytes | None
     headers: Headers
-    position: SourcePosition
+    coordinates: Coordinates
     timestamp: int | None = None
     failure: FailureInfo | None = None
 
@@ -80,7 +80,7 @@ class FailedRecord:
             value=message.value(),
             # A consumed record's headers are always a list of (str, bytes | None) pairs.
             headers=cast("list[Header]", message.headers() or ()),
-            position=SourcePosition(
+            coordinates=Coordinates(
                 message.topic() or "", message.partition() or 0, message.offset() or 0
             ),
             timestamp=ms if kind else None,
@@ -163,7 +163,7 @@ class FailureRouter:
         now = now or datetime.now(UTC)
         previous = record.failure
         failures = attempts if attempts is not None else (previous.attempts if previous else 0) + 1
-        origin = previous.origin if previous else record.position
+        origin = previous.origin if previous else record.coordinates
         topics = self.topics(origin.topic)
         exception, message, stacktrace = describe_exception(exc)
 
@@ -189,7 +189,7 @@ class FailureRouter:
         )
         return Route(
             topic=topics.retry(tier) if tier is not None else topics.dlq,
-            partition=record.position.partition,
+            partition=record.coordinates.partition,
             key=record.key,
             value=record.value,
             headers=with_failure_headers(record.headers, info),

@@ -18,7 +18,8 @@ from collections.abc import Mapping as MappingABC
 from typing import Any
 
 from streams.cluster import Topics, admin_client
-from streams.failures.headers import Header, SourcePosition, Stage
+from streams.coordinates import Coordinates
+from streams.failures.headers import Header, Stage
 from streams.failures.policy import RetryPolicy
 from streams.failures.routing import FailedRecord, FailureRouter, Route
 from streams.failures.topics import FailureTopics, dlq_topic, ensure_failure_topics
@@ -48,7 +49,7 @@ def failed_record(message: Any) -> FailedRecord:
         key=message.key,
         value=message.value,
         headers=record_headers(message.headers),
-        position=SourcePosition(message.topic, message.partition, message.offset),
+        coordinates=Coordinates(message.topic, message.partition, message.offset),
         timestamp=round(timestamp * 1000) if timestamp else None,
     )
 

@@ -7,7 +7,7 @@ is atomic:
 
 - success: returns None; ``record.outputs`` holds every output the sinks were handed, in
   the order the steps produced them, encoded; the stores keep their writes.
-- failure: returns an ``AttemptFailure`` (where: ``decode`` or the step's name; the
+- failure: returns the ``StepFailed`` (where: ``decode`` or the step's name; the
   error; the step's own error policy); no output is kept and every store write of the
   attempt is rolled back, so a skipped, retried or dead-lettered record leaves no trace.
   The payload is decoded where a step first reads it: its errors are decode failures
@@ -34,20 +34,10 @@ from streams.state.errors import StoreClosedError
 from streams.state.transaction import PartitionTransaction
 from streams.topology.async_steps import Awaiter
 from streams.topology.plan import Plan
-from streams.topology.policy import ErrorPolicy, StepFailed, dead_letter
+from streams.topology.policy import StepFailed, dead_letter
 from streams.topology.schedule import NoRecord, Timer
 from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
-
-
-class AttemptFailure(NamedTuple):
-    """Why an attempt failed: the stage, the step (``decode`` when decoding failed), the
-    error, and the failed step's own error policy (None: the topology's)."""
-
-    stage: Stage
-    step: str
-    error: BaseException
-    policy: ErrorPolicy | None
 
 
 class Aside(NamedTuple):
@@ -105,14 +95,14 @@ class Attempt:
         key = env.key.encode() if env.key is not None else None
         self._outputs.append((topic, key, value, headers))
 
-    def __call__(self, record: Record) -> AttemptFailure | None:
+    def __call__(self, record: Record) -> StepFailed | None:
         po = record.offsets
         if po is not None and po.guard is not None and po.guard.condemned == record.offset:
             return _condemned(record, po.guard.limit)
         try:
             env = self.decode(record)
         except DecodeError as exc:
-            return AttemptFailure(Stage.DECODE, "decode", exc, None)
+            return StepFailed("decode", exc, None, Stage.DECODE)
         plan, touched = self.plan, self._touched
         plan.current.record = record
         try:
@@ -120,8 +110,8 @@ class Attempt:
         except StepFailed as exc:
             self._undo()
             if isinstance(exc.error, DecodeError):  # the payload, decoded where first read
-                return AttemptFailure(Stage.DECODE, "decode", exc.error, None)
-            return AttemptFailure(Stage.PROCESS, exc.step, exc.error, exc.policy)
+                return StepFailed("decode", exc.error, None, Stage.DECODE)
+            return exc
         except BaseException:
             self._undo()
             raise
@@ -137,7 +127,7 @@ class Attempt:
             self._outputs = []
         return None
 
-    def timer(self, timer: Timer, partition: int, now_ms: int) -> list[Output] | AttemptFailure:
+    def timer(self, timer: Timer, partition: int, now_ms: int) -> list[Output] | StepFailed:
         """Run ``timer`` for input ``partition`` at ``now_ms``, atomically as an attempt:
         what it wrote (stores kept, outputs returned) or why it failed (nothing kept)."""
         plan = self.plan
@@ -146,13 +136,13 @@ class Attempt:
             timer.run(now_ms)
         except StepFailed as exc:
             self._undo()
-            return AttemptFailure(Stage.PROCESS, exc.step, exc.error, None)
+            return StepFailed(exc.step, exc.error, None)
         except StoreClosedError:
             self._undo()
             raise
         except Exception as exc:  # the timer's own function (outside any step)
             self._undo()
-            return AttemptFailure(Stage.PROCESS, timer.node, exc, None)
+            return StepFailed(timer.node, exc, None)
         except BaseException:
             self._undo()
             raise
@@ -211,10 +201,10 @@ class Attempt:
 CRASH_GUARD_STEP = "crash-guard"
 
 
-def _condemned(record: Record, limit: int) -> AttemptFailure:
+def _condemned(record: Record, limit: int) -> StepFailed:
     """The failure of a record the crash guard condemned: to the DLQ, whatever the policy."""
     error = CrashLoopError(
         f"the process died {limit} times in a row with {record.topic}[{record.partition}]"
         f"@{record.offset} in hand"
     )
-    return AttemptFailure(Stage.PROCESS, CRASH_GUARD_STEP, error, dead_letter)
+    return StepFailed(CRASH_GUARD_STEP, error, dead_letter)

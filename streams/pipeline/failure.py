@@ -40,7 +40,7 @@ from streams.failures.routing import FailureRouter, Route
 from streams.failures.topics import FailureTopics
 from streams.failures.waiting import waiting_store_name
 from streams.logs import Logger
-from streams.pipeline.execute import Attempt, AttemptFailure
+from streams.pipeline.execute import Attempt
 from streams.pipeline.produce import OutputSink
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
@@ -52,6 +52,7 @@ from streams.topology.policy import (
     ErrorPolicy,
     ProcessingError,
     ProcessingFailure,
+    StepFailed,
     dead_letter,
 )
 from streams.topology.policy import default as default_policy
@@ -85,7 +86,7 @@ def write_route(sink: OutputSink, route: Route, record: Record, codec: Codec) ->
             sink.send(request.reply_to, key=key, value=value, headers=headers)
 
 
-def _failure(record: Record, failed: AttemptFailure) -> ProcessingFailure:
+def _failure(record: Record, failed: StepFailed) -> ProcessingFailure:
     return ProcessingFailure(failed.step, failed.error, record.meta, record.envelope)
 
 
@@ -140,12 +141,12 @@ class StopSkipOrDeadLetter(Forward):
                 current.record = None
         self.next.submit(record)
 
-    def _decide(self, record: Record, failed: AttemptFailure, failure: ProcessingFailure) -> Any:
+    def _decide(self, record: Record, failed: StepFailed, failure: ProcessingFailure) -> Any:
         """What to do with a failed record: the policy's action (None: nothing more, a
         subclass has dealt with it)."""
         return (failed.policy or self._default)(failure)
 
-    def _failed(self, record: Record, failed: AttemptFailure) -> None:
+    def _failed(self, record: Record, failed: StepFailed) -> None:
         failure = _failure(record, failed)
         error = failed.error
         log = self._log.bind(

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from streams.coordinates import Coordinates
 from streams.failures.headers import (
     FailureInfo,
     Header,
     Headers,
-    SourcePosition,
     strip_failure_headers,
 )
 from streams.topology.context import RecordMeta
@@ -121,11 +121,11 @@ class Record:
     def released(cls, parked: ParkedRecord) -> Record:
         """A record let out of its key's waiting room (its offset was passed when it was
         parked; the record that let it out commits with its writes)."""
-        position = parked.position
+        coordinates = parked.coordinates
         return cls(
-            position.topic,
-            position.partition,
-            position.offset,
+            coordinates.topic,
+            coordinates.partition,
+            coordinates.offset,
             parked.timestamp,
             parked.key,
             parked.value,
@@ -148,14 +148,14 @@ class Record:
 
     # -- what failure routing reads (``streams.failures.handler.RecordLike``) ----------------
     @property
-    def position(self) -> SourcePosition:
+    def coordinates(self) -> Coordinates:
         """Where it was read (a retry tier's partition for a retry copy)."""
-        return SourcePosition(self.topic, self.partition, self.offset)
+        return Coordinates(self.topic, self.partition, self.offset)
 
     @property
-    def origin(self) -> SourcePosition:
+    def origin(self) -> Coordinates:
         """Where it was first read in its input topic."""
-        return self.failure.origin if self.failure is not None else self.position
+        return self.failure.origin if self.failure is not None else self.coordinates
 
     @property
     def source_topic(self) -> str:
@@ -168,7 +168,7 @@ class Record:
     # -- what processors read (``ctx.record``) ---------------------------------------------
     @property
     def meta(self) -> RecordMeta:
-        """Its input position, timestamp, key and headers, as processors see them."""
+        """Its input coordinates, timestamp, key and headers, as processors see them."""
         origin = self.origin
         return RecordMeta(
             topic=origin.topic,

@@ -32,13 +32,13 @@ from typing import Any, Protocol
 from streams.failures.headers import Stage
 from streams.logs import Logger
 from streams.pipeline.errors import BrokerUnavailable, DeliveryError
-from streams.pipeline.execute import Attempt, AttemptFailure
+from streams.pipeline.execute import Attempt
 from streams.pipeline.failure import OnSkip, StopSkipOrDeadLetter
 from streams.pipeline.produce import OutputSink, Produce
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Step
-from streams.topology.policy import ErrorAction, ProcessingFailure, dead_letter
+from streams.topology.policy import ErrorAction, ProcessingFailure, StepFailed, dead_letter
 from streams.topology.topology import Topology
 
 
@@ -87,7 +87,7 @@ class RedeliverOrDeadLetter(StopSkipOrDeadLetter):
         self._stats.consumed += 1  # no Track before it: a share group has no partitions
         super().submit(record)
 
-    def _decide(self, record: Record, failed: AttemptFailure, failure: ProcessingFailure) -> Any:
+    def _decide(self, record: Record, failed: StepFailed, failure: ProcessingFailure) -> Any:
         if failed.stage is Stage.DECODE or failed.policy is dead_letter:
             return ErrorAction.DLQ  # bad input: no delivery makes it right
         action = super()._decide(record, failed, failure)

@@ -24,8 +24,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from streams.failures.routing import Route
-from streams.pipeline.execute import Attempt, AttemptFailure
+from streams.pipeline.execute import Attempt
 from streams.pipeline.record import Record
+from streams.topology.policy import StepFailed
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -58,7 +59,7 @@ class TracedAttempt(Attempt):
         self._names: dict[str, str] = {}
         self._failed: list[tuple[str, bytes]] = []  # the context of the last failed attempt
 
-    def __call__(self, record: Record) -> AttemptFailure | None:
+    def __call__(self, record: Record) -> StepFailed | None:
         tracing = self._tracing
         quick = tracing.unsampled(record.headers)
         if quick is not None:
@@ -92,7 +93,7 @@ class TracedAttempt(Attempt):
         return failed
 
     def _carry(
-        self, record: Record, failed: AttemptFailure | None, carrier: list[tuple[str, bytes]]
+        self, record: Record, failed: StepFailed | None, carrier: list[tuple[str, bytes]]
     ) -> None:
         """Gives the outputs of a successful attempt the trace headers ``carrier``; keeps
         them for ``carry`` after a failed one (the failure policy routes it next)."""

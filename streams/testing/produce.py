@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, Message, Producer
 
 from streams.envelope import Envelope
-from streams.errors import StreamsError
+from streams.errors import ProduceError
 from streams.testing.wait import DEFAULT_TIMEOUT, TopicReader
 
 Headers = list[tuple[str, bytes]]
@@ -27,10 +27,6 @@ class EnvelopeEncoder(Protocol):
 
 class EnvelopeDecoder(Protocol):
     def decode(self, value: bytes | None, headers: Any = None) -> Envelope: ...
-
-
-class ProduceError(StreamsError):
-    """A test record was not acknowledged by the broker."""
 
 
 def produce_records(

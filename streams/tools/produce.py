@@ -27,7 +27,7 @@ from streams.codec.avro import AvroCodec
 from streams.codec.errors import EncodeError
 from streams.codec.jsonmap import from_json
 from streams.envelope import Envelope
-from streams.errors import StreamsError
+from streams.errors import ProduceError, StreamsError
 from streams.replay.cluster import Cluster
 from streams.replay.errors import UnknownTopicError
 
@@ -41,10 +41,6 @@ _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:/s)?")
 
 class ProduceInputError(StreamsError):
     """An input line, or an option, that cannot become an envelope."""
-
-
-class ProduceError(StreamsError):
-    """The broker did not acknowledge every record."""
 
 
 def parse_type_ref(text: str, codec: AvroCodec) -> tuple[str, int]:

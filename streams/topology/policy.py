@@ -30,6 +30,7 @@ from enum import StrEnum
 
 from streams.codec.errors import DecodeError
 from streams.envelope import Envelope
+from streams.failures.headers import Stage
 from streams.failures.policy import RetryPolicy
 from streams.topology.context import RecordMeta
 from streams.topology.errors import TopologyError
@@ -103,13 +104,24 @@ def as_retry(value: RetryArg) -> RetryPolicy | None:
 
 
 class StepFailed(Exception):  # noqa: N818 - a signal between executor frames, not a user error
-    """Raised inside an executing plan when a step's function raised; carries the step."""
+    """A step's failure: raised inside an executing plan when a step's function raised,
+    then returned as a value by the attempt (``streams.pipeline.execute``), which rolls the
+    record back and hands this to the failure policy. Carries where (``stage``, ``step``:
+    ``decode`` when decoding failed), the error, and the failed step's own error policy
+    (None: the topology's)."""
 
-    def __init__(self, step: str, error: BaseException, policy: ErrorPolicy | None) -> None:
+    def __init__(
+        self,
+        step: str,
+        error: BaseException,
+        policy: ErrorPolicy | None,
+        stage: Stage = Stage.PROCESS,
+    ) -> None:
         super().__init__(step, error)
         self.step = step
         self.error = error
         self.policy = policy
+        self.stage = stage
 
 
 class ProcessingError(TopologyError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from streams.codec.errors import UnknownTypeError
+from streams.coordinates import Coordinates
 from streams.dlq import (
     DeadLetter,
     DlqContents,
@@ -16,7 +17,7 @@ from streams.dlq import (
 )
 from streams.dlq.letters import NO_ERROR_HEADERS
 from streams.failures import headers as h
-from streams.failures.headers import SourcePosition, Stage
+from streams.failures.headers import Stage
 from streams.failures.policy import RetryPolicy
 from streams.failures.routing import FailedRecord, FailureRouter
 
@@ -32,7 +33,7 @@ def dead(
             key=key,
             value=b"v%d" % offset,
             headers=[("ce_id", b"id-%d" % offset)],
-            position=SourcePosition("orders", offset % 2, 100 + offset),
+            coordinates=Coordinates("orders", offset % 2, 100 + offset),
         ),
         exc,
         stage=stage,

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streams.coordinates import Coordinates
 from streams.failures import headers as h
 from streams.failures.errors import FailureHeaderError
 from streams.failures.headers import (
     FailureInfo,
-    SourcePosition,
     Stage,
     describe_exception,
     failure_headers,
@@ -29,7 +29,7 @@ def info(**changes: object) -> FailureInfo:
         "exception": "myapp.errors.PaymentDeclined",
         "message": "card expired",
         "stacktrace": "Traceback (most recent call last):\n  ...\n",
-        "origin": SourcePosition("orders", 3, 1042),
+        "origin": Coordinates("orders", 3, 1042),
         "attempts": 2,
         "first_failure": T0,
         "last_failure": T0 + timedelta(seconds=1),
@@ -84,7 +84,7 @@ _infos = st.builds(
     exception=_text.filter(bool),
     message=_text,
     stacktrace=_text,
-    origin=st.builds(SourcePosition, _text, st.integers(-1, 10_000), st.integers(-1, 2**63 - 1)),
+    origin=st.builds(Coordinates, _text, st.integers(-1, 10_000), st.integers(-1, 2**63 - 1)),
     attempts=st.integers(1, 1000),
     first_failure=_times,
     last_failure=_times,
@@ -138,7 +138,7 @@ def test_headers_written_by_kafka_streams_are_read_too() -> None:
     )
     assert parsed is not None
     assert parsed.error_type == "NullPointerException"
-    assert parsed.origin == SourcePosition("payments", 0, 7)
+    assert parsed.origin == Coordinates("payments", 0, 7)
     assert parsed.attempts == 1
 
 

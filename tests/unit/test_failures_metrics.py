@@ -6,7 +6,7 @@ import io
 import json
 from datetime import UTC, datetime
 
-from streams.failures.headers import SourcePosition
+from streams.coordinates import Coordinates
 from streams.failures.metrics import FailureMetrics, is_retry_record
 from streams.failures.policy import RetryPolicy
 from streams.failures.routing import FailedRecord, FailureRouter
@@ -20,7 +20,7 @@ def failed() -> FailedRecord:
         key=b"customer-42",
         value=SECRET,
         headers=[("ce_id", b"evt-1"), ("ce_type", b"payment.captured")],
-        position=SourcePosition("payments", 1, 77),
+        coordinates=Coordinates("payments", 1, 77),
     )
 
 
@@ -32,7 +32,7 @@ def test_counters_and_a_single_warning_with_ids_but_no_payload() -> None:
     now = datetime(2026, 11, 29, tzinfo=UTC)
     retry = router.route(failed(), ValueError(f"bad {SECRET.decode()}"), now=now)
     metrics.routed(retry)
-    again = FailedRecord(retry.key, retry.value, retry.headers, SourcePosition(retry.topic, 1, 0))
+    again = FailedRecord(retry.key, retry.value, retry.headers, Coordinates(retry.topic, 1, 0))
     assert is_retry_record(again.headers)
     dead = router.route(again, ValueError(f"bad {SECRET.decode()}"), now=now)
     metrics.routed(dead)

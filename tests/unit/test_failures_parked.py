@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.failures.headers import SourcePosition
+from streams.coordinates import Coordinates
 from streams.failures.parked import (
     CorruptWaitingEntryError,
     ParkedRecord,
@@ -27,8 +27,8 @@ _records = st.builds(
     headers=st.lists(
         st.tuples(st.text(max_size=10), st.none() | st.binary(max_size=10)), max_size=4
     ).map(tuple),
-    position=st.builds(
-        SourcePosition, st.text(max_size=20), st.integers(0, 2**31 - 1), st.integers(0, 2**63 - 1)
+    coordinates=st.builds(
+        Coordinates, st.text(max_size=20), st.integers(0, 2**31 - 1), st.integers(0, 2**63 - 1)
     ),
     timestamp=st.none() | st.integers(0, 2**62),
 )
@@ -50,7 +50,7 @@ def test_foreign_bytes_are_a_clear_error(data: bytes) -> None:
 
 def rec(key: bytes, offset: int) -> ParkedRecord:
     return ParkedRecord(
-        key, b"v%d" % offset, (("ce_id", b"%d" % offset),), SourcePosition("t", 0, offset)
+        key, b"v%d" % offset, (("ce_id", b"%d" % offset),), Coordinates("t", 0, offset)
     )
 
 

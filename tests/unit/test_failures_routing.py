@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from streams.codec.errors import MalformedRecordError
-from streams.failures.headers import SourcePosition, Stage, strip_failure_headers
+from streams.coordinates import Coordinates
+from streams.failures.headers import Stage, strip_failure_headers
 from streams.failures.policy import RetryPolicy, Verdict
 from streams.failures.routing import FailedRecord, FailureRouter, Route
 
@@ -24,7 +25,7 @@ def first_failure() -> FailedRecord:
         key=b"order-7",
         value=b"\x00avro-bytes",
         headers=ORIGINAL_HEADERS,
-        position=SourcePosition("orders", 2, 500),
+        coordinates=Coordinates("orders", 2, 500),
         timestamp=1_700_000_000_000,
     )
 
@@ -35,7 +36,7 @@ def read_back(route: Route, offset: int = 0) -> FailedRecord:
         key=route.key,
         value=route.value,
         headers=route.headers,
-        position=SourcePosition(route.topic, route.partition, offset),
+        coordinates=Coordinates(route.topic, route.partition, offset),
         timestamp=route.timestamp,
     )
 
@@ -56,7 +57,7 @@ def test_a_first_failure_goes_to_tier_one_due_after_its_delay() -> None:
     assert route.headers[:3] == ORIGINAL_HEADERS
     assert route.info.exception == "TimeoutError"
     assert route.info.step == "charge"
-    assert route.info.origin == SourcePosition("orders", 2, 500)
+    assert route.info.origin == Coordinates("orders", 2, 500)
 
 
 def test_a_record_failing_every_time_walks_the_tiers_then_lands_in_the_dlq() -> None:
@@ -65,7 +66,7 @@ def test_a_record_failing_every_time_walks_the_tiers_then_lands_in_the_dlq() -> 
     for attempt in range(1, 5):
         route = router.route(record, RuntimeError(f"attempt {attempt}"), now=now)
         seen.append((route.topic, route.info.attempts, route.due and route.due - now))
-        assert route.info.origin == SourcePosition("orders", 2, 500)
+        assert route.info.origin == Coordinates("orders", 2, 500)
         assert route.info.first_failure == T0
         assert route.info.last_failure == now
         assert strip_failure_headers(route.headers) == ORIGINAL_HEADERS
@@ -133,7 +134,7 @@ def test_a_replayed_record_starts_over_with_fresh_attempts() -> None:
             *strip_failure_headers(dead.headers),
             ("streams.replay.of", b"app-orders-dlq/2/0"),
         ],
-        position=SourcePosition("orders", 2, 900),
+        coordinates=Coordinates("orders", 2, 900),
     )
     route = router.route(replayed, RuntimeError())
     assert route.tier == 1
