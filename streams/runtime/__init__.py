@@ -12,7 +12,7 @@ from streams.pipeline.stats import Stats
 from streams.runtime.clients import Clients, KafkaClients
 from streams.runtime.commit import ProducerFencedError, TransactionError
 from streams.runtime.config import RuntimeConfig
-from streams.runtime.errors import CoPartitionError, MissingTopicError, RecordFailed
+from streams.runtime.errors import CoPartitionError, MissingTopicError
 from streams.runtime.runner import Runtime
 from streams.runtime.status import StatusReporter
 
@@ -24,7 +24,6 @@ __all__ = [
     "KafkaClients",
     "MissingTopicError",
     "ProducerFencedError",
-    "RecordFailed",
     "Runtime",
     "RuntimeConfig",
     "RuntimeFailure",

@@ -47,7 +47,7 @@ from streams.runtime.recovery import Recovery
 from streams.runtime.slot import InstanceSlot
 from streams.runtime.stall import PartitionEnds, StallWatch
 from streams.runtime.state import (
-    RuntimeState,
+    LocalStores,
     claim_slot,
     crash_guard,
     identity,
@@ -85,14 +85,14 @@ class Local:
     exactly-once, its ``transactional.id``."""
 
     slot: InstanceSlot | None
-    state: RuntimeState | None
+    stores: LocalStores | None
     guard: CrashGuard | None
     transactional_id: str | None
 
     @property
-    def manager(self) -> StateManager | None:
+    def state(self) -> StateManager | None:
         """The stores' ``StateManager`` (None without stores)."""
-        return self.state.manager if self.state is not None else None
+        return self.stores.state if self.stores is not None else None
 
 
 class Assembly:
@@ -153,17 +153,17 @@ class Assembly:
         stateful = needs_state(topology, guarantee)
         # A static member is named by its slot, so a stateless instance claims one too.
         slot = claim_slot(app, config) if stateful or config.static_membership else None
-        state = None
+        stores = None
         if stateful:
-            state = RuntimeState.open(topology, config, slot, self._clients.consumer, self._clock)
+            stores = LocalStores.open(topology, config, slot, self._clients.consumer, self._clock)
         tid = transactional_id(app, config, slot) if guarantee == "exactly_once" else None
-        return Local(slot, state, crash_guard(app, config, state), tid)
+        return Local(slot, stores, crash_guard(app, config, stores), tid)
 
     @cached_property
     def handler(self) -> FailureHandler | None:
         """Failure routing's handler (None without it); its waiting rooms are added to the
         stores, so they are restored and committed with them."""
-        return failure_handler(self.topology, self.local.manager)
+        return failure_handler(self.topology, self.local.state)
 
     @cached_property
     def query_server(self) -> InstanceServer | None:
@@ -254,7 +254,7 @@ class Assembly:
             config.shutdown_timeout_s,
             self.log,
         )
-        committer = make_committer(context, local.manager, local.transactional_id)
+        committer = make_committer(context, local.state, local.transactional_id)
         return self.metrics.timed(committer) if self.metrics is not None else committer
 
     @cached_property
@@ -272,7 +272,7 @@ class Assembly:
         return build_chain(
             self.topology,
             codec=self.codec,
-            state=self.local.manager,
+            state=self.local.state,
             handler=self.handler,
             sink=self.sink,
             partitions=self.partitions,
@@ -293,7 +293,7 @@ class Assembly:
     def tables(self) -> Tables:
         """The tables ``Runtime.query`` and the ports read."""
         payloads = self.chain.attempt.plan.payloads
-        return Tables(self.topology, self.local.manager, payloads, self.topics.partition_count)
+        return Tables(self.topology, self.local.state, payloads, self.topics.partition_count)
 
     @cached_property
     def stall(self) -> StallWatch:
@@ -341,6 +341,6 @@ class Assembly:
         local = self.local
         order: list[Held | None] = [
             self.chain.attempt, self.consumer, local.guard, self.chain.committer,
-            local.state, local.slot,
+            local.stores, local.slot,
         ]  # fmt: skip
         return [part for part in order if part is not None]

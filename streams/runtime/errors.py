@@ -1,15 +1,11 @@
 """Errors the runtime raises to its caller (``streams run`` turns them into one line).
 
 ``RuntimeFailure``, ``DeliveryError`` and ``BrokerUnavailable`` are the record path's
-(``streams.pipeline.errors``); these two are the runtime's own."""
+(``streams.pipeline.errors``); these are the runtime's own."""
 
 from __future__ import annotations
 
 from streams.pipeline.errors import RuntimeFailure
-
-
-class RecordFailed(RuntimeFailure):
-    """A record failed and its error policy said FAIL."""
 
 
 class MissingTopicError(RuntimeFailure):

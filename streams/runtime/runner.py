@@ -27,7 +27,7 @@ Contract and timing:
   their records is processed; reading starts at the committed offsets
   (``auto_offset_reset`` for a new group). On revoke, their work is committed, then they
   are released. Lost partitions (the session expired) commit nothing.
-- A record whose policy says FAIL is never committed: ``run`` raises ``RecordFailed``
+- A record whose policy says FAIL is never committed: ``run`` raises ``ProcessingError``
   after committing the others. With a ``RetryPolicy`` failures go through retry topics
   to a DLQ instead, in order per key. A refused output raises ``DeliveryError``.
 - A broker outage does not stop the runtime: it waits for the broker, undoes the work
@@ -61,12 +61,10 @@ from streams.pipeline.stats import Stats
 from streams.runtime.assembly import Assembly
 from streams.runtime.clients import Clients, KafkaClients
 from streams.runtime.config import RuntimeConfig
-from streams.runtime.errors import RecordFailed
 from streams.runtime.stall import StallWatch
 from streams.state import StateManager
 from streams.topology import Topology
 from streams.topology.plan import Plan
-from streams.topology.policy import ProcessingError
 
 
 class Runtime:
@@ -123,7 +121,7 @@ class Runtime:
     def state(self) -> StateManager | None:
         """The instance's stores (None when the topology declares none, routes no failures
         and runs at-least-once); ``state.stores[name].partitions`` are the open ones."""
-        return self._local.manager
+        return self._local.state
 
     @property
     def stall(self) -> StallWatch:
@@ -182,9 +180,6 @@ class Runtime:
                 except BrokerUnavailable as exc:  # an outage: wait, rewind, go on
                     self._recovery.recover(exc)
                     self._outage = None  # what the consumer said during it is over
-        except ProcessingError as exc:
-            failure = exc
-            raise RecordFailed(str(exc)) from exc.failure.error
         except KafkaException as exc:  # a client error the loop did not expect
             failure = exc
             raise RuntimeFailure(f"Kafka client error: {exc.args[0]}") from exc
@@ -230,8 +225,8 @@ class Runtime:
         try:
             for topics in failure_topics(self.topology):
                 ensure_failure_topics(self._topics, topics)
-            if self._local.state is not None:
-                self._local.state.start()  # restore progress shown from now on
+            if self._local.stores is not None:
+                self._local.stores.start()  # restore progress shown from now on
             self._committer.start()
         except BaseException:  # nothing started: release what the instance holds
             self._release()

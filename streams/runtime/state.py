@@ -5,7 +5,7 @@ local state directory ``<state dir>/<app>/instance-<n>/`` and its identity in th
 (``identity``: the ``transactional.id`` of exactly-once, the ``group.instance.id`` of
 static membership). The caller releases it (``InstanceSlot.close``) after the state.
 
-``RuntimeState.open(topology, config, slot, make_consumer, clock)`` does the setup a
+``LocalStores.open(topology, config, slot, make_consumer, clock)`` does the setup a
 stateful or exactly-once instance needs before anything connects: it builds the app's
 ``StateManager`` with every store the topology declares (``rocksdb`` or ``memory``
 backend), each fed by the source topic it is partitioned like, kept in the slot's
@@ -71,7 +71,7 @@ def restore_client_config(config: RuntimeConfig) -> dict[str, Any]:
 
 def needs_state(topology: Topology, guarantee: str) -> bool:
     """Stores, failure routing (its waiting rooms are stores) and exactly-once (its
-    ``transactional.id`` comes from the slot) need a ``RuntimeState``."""
+    ``transactional.id`` comes from the slot) need ``LocalStores``."""
     return bool(topology.stores or topology.retry_policies) or guarantee == "exactly_once"
 
 
@@ -97,11 +97,13 @@ def transactional_id(app_id: str, config: RuntimeConfig, slot: InstanceSlot | No
     return identity(app_id, config, slot) or f"{app_id}-memory-{secrets.token_hex(6)}"
 
 
-class RuntimeState:
-    """The slot and stores of one instance (see the module docstring)."""
+class LocalStores:
+    """The stores of one instance on this machine (see the module docstring): their
+    ``StateManager`` (``state``, as ``Runtime.state``), in the slot's directory, and the
+    restore progress shown on a terminal."""
 
     def __init__(self, manager: StateManager, slot: InstanceSlot | None, progress: Any) -> None:
-        self.manager = manager
+        self.state = manager
         self.slot = slot
         self._progress = progress
 
@@ -113,7 +115,7 @@ class RuntimeState:
         slot: InstanceSlot | None,
         make_consumer: Callable[[dict[str, Any]], Any],
         clock: Callable[[], float],
-    ) -> RuntimeState:
+    ) -> LocalStores:
         """Declare the stores, kept in ``slot``'s directory (``claim_slot``; None: in
         memory)."""
         in_memory = config.state_dir == IN_MEMORY
@@ -150,22 +152,22 @@ class RuntimeState:
     def close(self) -> None:
         """Close every store (local copies kept; unapplied changes dropped); the slot stays
         claimed (its claimer releases it)."""
-        self.manager.close(keep=True)
+        self.state.close(keep=True)
         if self._progress is not None:
             self._progress.__exit__(None, None, None)
             self._progress = None
 
 
 def crash_guard(
-    app_id: str, config: RuntimeConfig, state: RuntimeState | None
+    app_id: str, config: RuntimeConfig, stores: LocalStores | None
 ) -> CrashGuard | None:
     """The instance's crash guard: its files in the slot's directory (or, for an app
     without state, ``<state dir>/<app>/crash-guard``); None in memory or with
     ``crash_limit=0``."""
     if config.crash_limit <= 0 or config.state_dir == IN_MEMORY:
         return None
-    if state is not None and state.slot is not None:
-        directory = state.slot.state_dir / "crash-guard"
+    if stores is not None and stores.slot is not None:
+        directory = stores.slot.state_dir / "crash-guard"
     else:
         directory = apps_dir(config) / app_id / "crash-guard"
     return CrashGuard(directory, config.crash_limit)

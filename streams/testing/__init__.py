@@ -27,6 +27,7 @@ says what a windowed aggregation should produce, computed the plain way.
 from typing import TYPE_CHECKING
 
 from streams.broker import LocalCluster
+from streams.errors import ProduceError
 from streams.testing.docker_daemon import (
     LOCAL_IMAGE,
     OFFICIAL_IMAGE,
@@ -37,7 +38,6 @@ from streams.testing.docker_daemon import (
 from streams.testing.driver import OutputRecord, TestDriver
 from streams.testing.kafka_io import KafkaIO
 from streams.testing.produce import (
-    ProduceError,
     produce_envelopes,
     produce_records,
     wait_for_envelopes,

@@ -125,8 +125,8 @@ class StepFailed(Exception):  # noqa: N818 - a signal between executor frames, n
 
 
 class ProcessingError(TopologyError):
-    """A record failed and the policy said FAIL (the runtime stops with ``RecordFailed``,
-    the test driver raises this)."""
+    """A record failed and its error policy said FAIL: the runtime stops with it (after
+    committing the records before it), the test driver raises it."""
 
     def __init__(self, failure: ProcessingFailure) -> None:
         self.failure = failure

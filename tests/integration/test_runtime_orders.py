@@ -18,7 +18,7 @@ from streams.codec import AvroCodec
 from streams.codec.envelope_wire import envelope_value, type_version_bytes
 from streams.dlq import read_dlq
 from streams.envelope import Envelope
-from streams.runtime import MissingTopicError, RecordFailed, Runtime, RuntimeConfig
+from streams.runtime import MissingTopicError, Runtime, RuntimeConfig
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing import TestDriver, TopicFactory, TopicReader, produce_envelopes
@@ -26,6 +26,7 @@ from streams.testing.produce import Record, produce_records
 from streams.testing.topics import unique_topic_name
 from streams.topology import Topology, TopologyBuilder, load_topology, owned
 from streams.topology.loader import import_file
+from streams.topology.policy import ProcessingError
 
 ORDERS = Path(__file__).resolve().parents[2] / "topology" / "orders.py"
 CODEC = AvroCodec(default_catalog())
@@ -120,7 +121,7 @@ def test_a_failing_record_stops_the_runtime_and_is_never_committed(
     with capture_logs() as logs:
         run = Running(topology, kafka_bootstrap)
         run.thread.join(120)
-    assert isinstance(run.error, RecordFailed)
+    assert isinstance(run.error, ProcessingError)
     assert f"step 'check' failed on {source}[0]@5: ValueError" in str(run.error)
     (failed,) = [e for e in logs if e["event"] == "record failed"]
     assert failed["log_level"] == "error"
