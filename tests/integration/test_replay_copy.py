@@ -12,7 +12,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from test_replay_seed import MIN, Seeded, seed
 
-from streams.replay import Cluster, CopyError, ReplayError, plan_replay
+from streams.cluster import Cluster
+from streams.replay import CopyError, ReplayError, plan_replay
 from streams.replay.copy import REPLAY_HEADER, replay
 from streams.replay.filters import RecordFilter
 from streams.replay.positions import TopicSelection, format_ms, parse_position_spec
