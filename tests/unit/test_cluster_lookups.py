@@ -51,7 +51,7 @@ def test_a_missing_topic_is_one_error_with_one_message(
         lambda: cluster.topic_configs("nowhere"),
     ]
     for ask in asks:
-        with pytest.raises(TopicNotFoundError, match="^topic 'nowhere' does not exist$"):
+        with pytest.raises(TopicNotFoundError, match=r"^topic 'nowhere' does not exist$"):
             ask()
 
 
