@@ -36,9 +36,9 @@ from streams.cluster.topics import (
     default_replication_factor,
     delete_app_topics,
     delete_topics,
-    describe_topic,
     partition_count,
     topic_configs,
+    topic_metadata,
 )
 
 __all__ = [
@@ -61,9 +61,9 @@ __all__ = [
     "default_replication_factor",
     "delete_app_topics",
     "delete_topics",
-    "describe_topic",
     "partition_count",
     "probe_metadata",
     "set_share_offset_reset",
     "topic_configs",
+    "topic_metadata",
 ]

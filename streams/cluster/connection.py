@@ -33,6 +33,7 @@ from streams.cluster.topics import (
     delete_topics,
     partition_count,
     topic_configs,
+    topic_metadata,
 )
 from streams.config import client_config, external_bootstrap
 from streams.coordinates import TP
@@ -175,13 +176,13 @@ class Cluster:
 
     def topic_metadata(self, topic: str | None = None) -> dict[str, Any]:
         """confluent-kafka's ``TopicMetadata`` (partitions with leader, replicas, ISR) of
-        every topic, or of ``topic`` alone (check it exists with ``partition_count`` first)."""
+        every topic, or of ``topic`` alone (raises ``TopicNotFoundError``)."""
         self.check()
-        md = self.ask(
-            f"describe topic {topic!r}" if topic else "list topics",
-            lambda: self.admin.list_topics(topic, timeout=self.timeout),
+        if topic is not None:
+            return {topic: topic_metadata(self.admin, topic, self.timeout)}
+        return dict(
+            self.ask("list topics", lambda: self.admin.list_topics(timeout=self.timeout)).topics
         )
-        return dict(md.topics)
 
     def topic_configs(self, topic: str) -> list[Any]:
         """confluent-kafka's ``ConfigEntry`` of every config of ``topic`` (name, value,

@@ -2,7 +2,7 @@
 
 Every call blocks until the broker answered, up to ``timeout`` seconds a request.
 ``create_topic`` returns only once the metadata shows the topic with a leader for every
-partition. ``describe_topic`` is the one lookup of a topic (``partition_count``,
+partition. ``topic_metadata`` is the one lookup of a topic (``partition_count``,
 ``Topics`` and ``Cluster`` all ask through it): ``TopicNotFoundError`` for a topic that is
 not there, ``TopicError`` when the cluster cannot be asked. ``Topics`` is what a running app holds:
 the admin client, the replication factor it asks for, and one WARNING per existing topic
@@ -75,11 +75,11 @@ def create_topic(
 
 
 def partition_count(admin: AdminClient, name: str, timeout: float = 30.0) -> int:
-    """The partition count of topic ``name`` (see ``describe_topic``)."""
-    return len(describe_topic(admin, name, timeout).partitions)
+    """The partition count of topic ``name`` (see ``topic_metadata``)."""
+    return len(topic_metadata(admin, name, timeout).partitions)
 
 
-def describe_topic(admin: AdminClient, name: str, timeout: float = 30.0) -> Any:
+def topic_metadata(admin: AdminClient, name: str, timeout: float = 30.0) -> Any:
     """confluent-kafka's ``TopicMetadata`` of ``name`` (partitions with leader, replicas,
     ISR). Raises ``TopicNotFoundError`` when it does not exist, ``TopicError`` when the
     cluster does not answer or gives another error for it."""
@@ -198,7 +198,7 @@ class Topics:
         """Create ``name`` with ``partitions`` partitions unless it exists; True when it
         was created. Raises ``TopicError`` when the cluster refuses."""
         try:
-            info = describe_topic(self.admin, name, self.timeout)
+            info = topic_metadata(self.admin, name, self.timeout)
         except TopicNotFoundError:
             created = create_topic(
                 self.admin,

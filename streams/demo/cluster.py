@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from confluent_kafka import Message
 
 from streams.broker import LocalCluster, free_ports
-from streams.cluster import Cluster, admin_client, create_topic, describe_topic
+from streams.cluster import Cluster, admin_client, create_topic, topic_metadata
 from streams.codec import AvroCodec
 from streams.codec.headers import ID
 from streams.demo.context import DemoContext
@@ -60,7 +60,7 @@ def _kill_a_node_mid_stream(cluster: LocalCluster, folder: str, count: int) -> s
     with running(topology, config), TopicReader(cluster.bootstrap, output) as reader:
         produce_envelopes(cluster.bootstrap, source, orders[:half], codec)
         reader.wait_for(lambda rs: len(rs) >= half, 60, what="the first half")
-        leaders = [p.leader for p in describe_topic(admin, source).partitions.values()]
+        leaders = [p.leader for p in topic_metadata(admin, source).partitions.values()]
         victim = max(set(leaders), key=leaders.count)
         cluster.kill(victim)
         killed = time.monotonic()

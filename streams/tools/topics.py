@@ -133,8 +133,8 @@ def list_topics(cluster: Cluster, *, internal: bool = False) -> list[TopicSummar
 def describe_topic(cluster: Cluster, name: str) -> TopicDescription:
     """Partitions (leader, replicas, ISR, start and end offsets) and the configs not at
     Kafka's default. Raises ``TopicNotFoundError``."""
-    numbers = range(cluster.partition_count(name))
     meta = cluster.topic_metadata(name)[name]
+    numbers = sorted(meta.partitions)
     tps = [(name, p) for p in numbers]
     starts = cluster.list_offsets(tps, "earliest")
     ends = cluster.list_offsets(tps, "latest")
