@@ -15,8 +15,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from streams.bench.bare_client import PAYLOAD_BYTES, produce_bare
 from streams.bench.core import BenchContext, Row, best_of
+from streams.cluster import Cluster
 from streams.config import bounded_prefetch
-from streams.replay import Cluster, parse_position_spec, plan_replay, replay
+from streams.replay import parse_position_spec, plan_replay, replay
 from streams.replay.positions import TopicSelection
 
 ROUNDS = 3

@@ -20,9 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import KafkaException
-
 from streams.bench.core import BenchContext, Row, drop_app_topics
+from streams.cluster import Cluster, ClusterError
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.examples import example_path
@@ -59,12 +58,12 @@ def _orders(first: int, count: int) -> list[Envelope]:
     ]
 
 
-def _split_evenly(ctx: BenchContext, app_id: str) -> bool:
+def _split_evenly(cluster: Cluster, app_id: str) -> bool:
     try:
-        desc = ctx.admin.describe_consumer_groups([app_id])[app_id].result(timeout=10)
-    except KafkaException:  # a coordinator still loading: asked again
+        members = cluster.describe_group(app_id).members
+    except ClusterError:  # a coordinator still loading past the deadline: asked again
         return False
-    sizes = sorted(len(m.assignment.topic_partitions) for m in desc.members)
+    sizes = sorted(len(m.partitions) for m in members)
     return sizes == [PARTITIONS // 2, PARTITIONS // 2]
 
 
@@ -86,7 +85,8 @@ def seconds_to_last_output(ctx: BenchContext, args: list[str], *, stop: bool) ->
         killed, survivor = instance().start(), instance().start()
         procs = [killed, survivor]
         try:
-            wait_until(lambda: _split_evenly(ctx, app_id), 120, what="2 + 2 partitions")
+            cluster = Cluster(ctx.bootstrap)
+            wait_until(lambda: _split_evenly(cluster, app_id), 120, what="2 + 2 partitions")
             with TopicReader(ctx.bootstrap, f"{app_id}-mirror") as reader:
                 produce_envelopes(ctx.bootstrap, source, _orders(0, RECORDS), codec)
                 reader.wait_for(lambda rs: len(rs) >= RECORDS, 60, what="the first outputs")

@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from confluent_kafka.admin import AdminClient
-
 from streams.broker.jars import KAFKA_VERSION, ensure_libs
 from streams.broker.node import (
     LocalNode,
@@ -47,6 +45,7 @@ from streams.broker.node import (
 )
 from streams.broker.readiness import metadata_ok, wait_ready
 from streams.broker.tools import find_java
+from streams.cluster import probe_metadata
 from streams.config import state_root
 from streams.errors import BrokerError
 from streams.logs import get_logger
@@ -417,11 +416,9 @@ class LocalCluster:
         one. Raises ``BrokerError`` naming the lagging partitions after ``timeout``.
         """
         wanted = None if topics is None else set(topics)
-        # Quiet: nodes may be down on purpose, and librdkafka would print each refusal.
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
         deadline = time.monotonic() + timeout
         while True:
-            lagging = _out_of_sync(admin, wanted)
+            lagging = _out_of_sync(self.bootstrap, wanted)
             if not lagging:
                 return
             if time.monotonic() > deadline:
@@ -446,11 +443,12 @@ class LocalCluster:
         self.down()
 
 
-def _out_of_sync(admin: AdminClient, topics: set[str] | None) -> list[str]:
+def _out_of_sync(bootstrap: str, topics: set[str] | None) -> list[str]:
     """What keeps the cluster from being in sync: partitions whose ISR lacks a replica or
     that have no leader, topics asked for that do not exist, or no metadata at all."""
     try:
-        meta = admin.list_topics(timeout=5.0)
+        # Quiet and new each time: nodes may be down on purpose.
+        meta = probe_metadata(bootstrap, 5.0)
     except Exception as exc:  # KafkaException: no node answered in time
         return [f"no metadata ({exc})"]
     found = meta.topics

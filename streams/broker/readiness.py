@@ -7,13 +7,8 @@ import socket
 import time
 from collections.abc import Callable, Collection
 
-from confluent_kafka.admin import AdminClient
-
+from streams.cluster import probe_metadata
 from streams.errors import BrokerError
-
-# librdkafka prints every refused connection to stderr; while we wait for a broker that is
-# still starting, that is expected and only noise.
-_QUIET = {"log_level": 0}
 
 
 def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
@@ -27,9 +22,8 @@ def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
 def broker_ids(bootstrap: str, timeout: float = 2.0) -> set[int] | None:
     """The ids of the brokers the cluster at ``bootstrap`` lists in its metadata (fenced
     brokers are left out by Kafka), or None when no metadata request succeeds."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, **_QUIET})
     try:
-        meta = admin.list_topics(timeout=timeout)
+        meta = probe_metadata(bootstrap, timeout)
     except Exception:  # KafkaException of any kind: not ready yet
         return None
     return {int(broker_id) for broker_id in meta.brokers}

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from streams.replay.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
+from streams.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
 from streams.schemas.catalog import SCHEMAS_DIR_ENV, schemas_dir
 
 # One vocabulary for every command that talks to a cluster: the same names, defaults and

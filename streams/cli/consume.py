@@ -29,9 +29,10 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.cli.replay import ABSOLUTE_POSITIONS_HELP
+from streams.cluster import Cluster
 from streams.codec.avro import AvroCodec
 from streams.config import client_settings
-from streams.replay import Cluster, RecordFilter, parse_position_spec, parse_topic_selection
+from streams.replay import RecordFilter, parse_position_spec, parse_topic_selection
 from streams.schemas.catalog import default_catalog
 from streams.tools.consume import ConsumeRequest, raw_view, read_batches, view
 

@@ -31,6 +31,7 @@ from streams.cli._common import (
     styled,
     use_schemas,
 )
+from streams.cluster import Cluster
 from streams.config import client_settings
 from streams.dlq import (
     DeadLetter,
@@ -45,7 +46,6 @@ from streams.dlq import (
     summarize,
 )
 from streams.failures.headers import Headers, format_time
-from streams.replay import Cluster
 from streams.timespec import TimeSpecError, parse_instant_or_ago
 
 app = typer.Typer(

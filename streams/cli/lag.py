@@ -28,8 +28,8 @@ from streams.cli._common import (
     human_duration,
     print_json,
 )
+from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.replay import Cluster
 from streams.replay.lag import TopicLag, lag, over_threshold
 
 THRESHOLD_EXIT = 3

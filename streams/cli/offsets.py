@@ -21,9 +21,9 @@ from streams.cli._common import (
     print_json,
 )
 from streams.cli.replay import POSITIONS_HELP
+from streams.cluster import Cluster
 from streams.config import client_settings
 from streams.replay import (
-    Cluster,
     ResetPlan,
     execute_reset,
     group_offsets,

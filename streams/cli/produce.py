@@ -26,10 +26,10 @@ from streams.cli._common import (
     print_json,
     use_schemas,
 )
+from streams.cluster import Cluster
 from streams.codec.avro import AvroCodec
 from streams.codec.jsonmap import envelope_fields
 from streams.config import client_settings
-from streams.replay import Cluster
 from streams.schemas.catalog import default_catalog
 from streams.tools.produce import (
     DEFAULT_SOURCE,

@@ -34,6 +34,7 @@ from streams.cli.run import (
     advertised,
     instance_config,
 )
+from streams.cluster import Cluster
 from streams.config import client_settings
 from streams.logs import get_logger
 from streams.patterns.projections import (
@@ -45,7 +46,6 @@ from streams.patterns.projections import (
     switch,
 )
 from streams.pipeline.stats import Stats
-from streams.replay import Cluster
 from streams.runtime.instance import run_instance
 from streams.topology import load_topology
 

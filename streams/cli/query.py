@@ -21,10 +21,10 @@ from streams.cli._common import (
     fail,
     print_json,
 )
+from streams.cluster import Cluster
 from streams.config import client_settings
 from streams.patterns.projections import current_app
 from streams.patterns.queries import query
-from streams.replay import Cluster
 
 
 def query_command(  # noqa: PLR0917 - a command's options

@@ -34,9 +34,9 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.cli.describe import parse_params
+from streams.cluster import Cluster
 from streams.config import client_settings
 from streams.replay import (
-    Cluster,
     RecordFilter,
     ReplayPlan,
     ReplayResult,

@@ -37,11 +37,9 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.cli.describe import AppIdOpt, FileArg, SetOpt, parse_params
+from streams.cluster import DEFAULT_TIMEOUT, Cluster, ClusterError, ClusterRefusedError
 from streams.config import client_settings, redacted
 from streams.logs import configure_logging, get_logger
-from streams.replay import Cluster
-from streams.replay.cluster import DEFAULT_TIMEOUT
-from streams.replay.errors import ClusterError, ClusterRefusedError
 from streams.runtime import RuntimeConfig
 from streams.runtime.config import split_client_overrides
 from streams.runtime.instance import run_instance

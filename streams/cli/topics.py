@@ -23,8 +23,8 @@ from streams.cli._common import (
     print_json,
     replication_option,
 )
+from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.replay import Cluster
 from streams.tools import topics as tools
 
 app = typer.Typer(

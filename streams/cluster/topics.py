@@ -2,8 +2,9 @@
 
 Every call blocks until the broker answered, up to ``timeout`` seconds a request.
 ``create_topic`` returns only once the metadata shows the topic with a leader for every
-partition; ``partition_count`` raises ``TopicNotFoundError`` for a topic that is not there and
-``TopicError`` when the cluster cannot be asked. ``Topics`` is what a running app holds:
+partition. ``topic_metadata`` is the one lookup of a topic (``partition_count``,
+``Topics`` and ``Cluster`` all ask through it): ``TopicNotFoundError`` for a topic that is
+not there, ``TopicError`` when the cluster cannot be asked. ``Topics`` is what a running app holds:
 the admin client, the replication factor it asks for, and one WARNING per existing topic
 that has fewer replicas than that.
 """
@@ -20,7 +21,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.cimpl import NewTopic
 
-from streams.errors import StreamsError
+from streams.cluster.errors import TopicError, TopicExistsError, TopicNotFoundError
 from streams.logs import get_logger
 
 log = get_logger(__name__)
@@ -28,17 +29,7 @@ log = get_logger(__name__)
 DEFAULT_REPLICATION = -1
 """A ``replication_factor`` that takes the cluster's ``default.replication.factor``."""
 
-
-class TopicError(StreamsError):
-    """A topic could not be created, described or deleted."""
-
-
-class TopicExistsError(TopicError):
-    """The topic to create exists already."""
-
-
-class TopicNotFoundError(TopicError):
-    """The topic does not exist."""
+_UNKNOWN = frozenset((KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC))
 
 
 def create_topic(
@@ -84,24 +75,47 @@ def create_topic(
 
 
 def partition_count(admin: AdminClient, name: str, timeout: float = 30.0) -> int:
-    """The partition count of topic ``name``. Raises ``TopicNotFoundError`` when it does not
-    exist, ``TopicError`` when the cluster does not answer."""
-    return len(_describe(admin, name, timeout).partitions)
+    """The partition count of topic ``name`` (see ``topic_metadata``)."""
+    return len(topic_metadata(admin, name, timeout).partitions)
 
 
-def _describe(admin: AdminClient, name: str, timeout: float) -> Any:  # TopicMetadata
+def topic_metadata(admin: AdminClient, name: str, timeout: float = 30.0) -> Any:
+    """confluent-kafka's ``TopicMetadata`` of ``name`` (partitions with leader, replicas,
+    ISR). Raises ``TopicNotFoundError`` when it does not exist, ``TopicError`` when the
+    cluster does not answer or gives another error for it."""
     try:
         metadata = admin.list_topics(name, timeout=timeout)
     except KafkaException as exc:
         raise TopicError(f"cannot describe topic {name!r}: {exc.args[0].str()}") from exc
     info = metadata.topics.get(name)
-    if info is None or not info.partitions:
+    if (
+        info is None
+        or not info.partitions
+        or (info.error is not None and info.error.code() in _UNKNOWN)
+    ):
         raise TopicNotFoundError(f"topic {name!r} does not exist")
     if info.error is not None:
-        if info.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-            raise TopicNotFoundError(f"topic {name!r} does not exist")
         raise TopicError(f"cannot describe topic {name!r}: {info.error.str()}")
     return info
+
+
+def topic_configs(admin: AdminClient, name: str, timeout: float = 30.0) -> dict[str, Any]:
+    """confluent-kafka's ``ConfigEntry`` (name, value, source, is_default, is_sensitive) of
+    every config of topic ``name``, by name. Raises ``TopicNotFoundError`` and
+    ``TopicError``."""
+    return _configs(admin, ConfigResource(ConfigResource.Type.TOPIC, name), timeout)
+
+
+def _configs(admin: AdminClient, resource: ConfigResource, timeout: float) -> dict[str, Any]:
+    what = f"{resource.restype.name.lower()} {resource.name!r}"
+    try:
+        future = admin.describe_configs([resource], request_timeout=timeout)[resource]
+        return dict(future.result(timeout=timeout))
+    except KafkaException as exc:
+        err: KafkaError = exc.args[0]
+        if err.code() in _UNKNOWN:
+            raise TopicNotFoundError(f"topic {resource.name!r} does not exist") from exc
+        raise TopicError(f"cannot read the configs of {what}: {err.str()}") from exc
 
 
 def delete_topics(admin: AdminClient, names: Iterable[str], timeout: float = 30.0) -> None:
@@ -176,11 +190,15 @@ class Topics:
         created = self._created.get(name)
         return created if created is not None else partition_count(self.admin, name, self.timeout)
 
+    def configs(self, name: str) -> dict[str, Any]:
+        """See the module's ``topic_configs``."""
+        return topic_configs(self.admin, name, self.timeout)
+
     def ensure(self, name: str, partitions: int, config: Mapping[str, str] | None = None) -> bool:
         """Create ``name`` with ``partitions`` partitions unless it exists; True when it
         was created. Raises ``TopicError`` when the cluster refuses."""
         try:
-            info = _describe(self.admin, name, self.timeout)
+            info = topic_metadata(self.admin, name, self.timeout)
         except TopicNotFoundError:
             created = create_topic(
                 self.admin,
@@ -226,12 +244,9 @@ class Topics:
 def default_replication_factor(admin: AdminClient, timeout: float = 30.0) -> int:
     """The cluster's ``default.replication.factor`` (as one of its brokers reports it)."""
     try:
-        brokers = admin.list_topics(timeout=timeout).brokers
-        resource = ConfigResource(ConfigResource.Type.BROKER, str(min(brokers)))
-        configs = admin.describe_configs([resource], request_timeout=timeout)[resource].result(
-            timeout=timeout
-        )
+        broker = str(min(admin.list_topics(timeout=timeout).brokers))
     except (KafkaException, ValueError) as exc:
         raise TopicError(f"cannot read the cluster's default.replication.factor: {exc}") from exc
+    configs = _configs(admin, ConfigResource(ConfigResource.Type.BROKER, broker), timeout)
     entry = configs.get("default.replication.factor")
     return int(entry.value) if entry is not None and entry.value is not None else 1

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from confluent_kafka import Message
 
 from streams.broker import LocalCluster, free_ports
-from streams.cluster import admin_client, create_topic
+from streams.cluster import Cluster, admin_client, create_topic, topic_metadata
 from streams.codec import AvroCodec
 from streams.codec.headers import ID
 from streams.demo.context import DemoContext
@@ -60,8 +60,7 @@ def _kill_a_node_mid_stream(cluster: LocalCluster, folder: str, count: int) -> s
     with running(topology, config), TopicReader(cluster.bootstrap, output) as reader:
         produce_envelopes(cluster.bootstrap, source, orders[:half], codec)
         reader.wait_for(lambda rs: len(rs) >= half, 60, what="the first half")
-        leaders = [p.leader for p in admin.list_topics(source, timeout=10).topics[source]
-                   .partitions.values()]  # fmt: skip
+        leaders = [p.leader for p in topic_metadata(admin, source).partitions.values()]
         victim = max(set(leaders), key=leaders.count)
         cluster.kill(victim)
         killed = time.monotonic()
@@ -72,8 +71,8 @@ def _kill_a_node_mid_stream(cluster: LocalCluster, folder: str, count: int) -> s
     seen = _ids(reader.records)
     if len(seen) != count:
         raise RuntimeError(f"{count} orders in, {len(seen)} distinct out: some were lost")
-    metadata = admin.list_topics(timeout=10)
-    made = {n: t for n, t in metadata.topics.items() if n.startswith("shop-")}
+    topics = Cluster(cluster.bootstrap).topic_metadata()
+    made = {n: t for n, t in topics.items() if n.startswith("shop-")}
     replicas = {len(p.replicas) for t in made.values() for p in t.partitions.values()}
     if replicas != {NODES}:
         raise RuntimeError(f"the app's topics have {sorted(replicas)} replicas, not {NODES}")

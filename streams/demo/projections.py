@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import tempfile
 
+from streams.cluster import Cluster
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
 from streams.demo.running import running
 from streams.examples import example_path
 from streams.patterns.projections import caught_up
 from streams.patterns.queries import query
-from streams.replay import Cluster
 from streams.runtime import RuntimeConfig
 from streams.schemas import default_catalog
 from streams.testing.produce import produce_envelopes

@@ -13,9 +13,8 @@ import time
 
 from confluent_kafka import Producer
 
-from streams.cluster import admin_client, create_topic
+from streams.cluster import Cluster, admin_client, create_topic
 from streams.demo.context import DemoContext
-from streams.replay.cluster import Cluster
 from streams.replay.copy import replay
 from streams.replay.filters import RecordFilter
 from streams.replay.plan import plan_replay

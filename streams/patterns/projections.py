@@ -23,10 +23,9 @@ from datetime import UTC, datetime
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from streams.cluster import create_topic
+from streams.cluster import Cluster
 from streams.errors import StreamsError
 from streams.replay import lag
-from streams.replay.cluster import Cluster
 from streams.topology import Topology
 from streams.topology.nodes import StepKind
 
@@ -77,7 +76,7 @@ def switch(cluster: Cluster, name: str, app_id: str) -> None:
     returns once the broker has the record."""
     topic = pointer_topic(name)
     config = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
-    create_topic(cluster.admin, topic, config=config, exist_ok=True, timeout=cluster.timeout)
+    cluster.create_topic(topic, config=config, exist_ok=True)
     record = {"app_id": app_id, "switched_at": datetime.now(UTC).isoformat()}
     producer = Producer(cluster.client_config(**{"enable.idempotence": True, "acks": "all"}))
     failed: list[str] = []
@@ -119,7 +118,12 @@ def plan_rebuild(cluster: Cluster, name: str, topology: Topology) -> RebuildPlan
     if topology.app_id == current:
         raise ProjectionError(f"{current} serves {name!r} now: rebuild under another app id")
     owned = {o.name for o in topology.owned_topics}  # made by the new app, empty now
-    inputs = [(t, p) for t in topology.topics_read if t not in owned for p in cluster.partitions(t)]
+    inputs = [
+        (t, p)
+        for t in topology.topics_read
+        if t not in owned
+        for p in range(cluster.partition_count(t))
+    ]
     ends = cluster.list_offsets(inputs, "latest")
     starts = cluster.list_offsets(inputs, "earliest")
     records: dict[str, int] = {}

@@ -18,8 +18,8 @@ import urllib.request
 from typing import Any
 from urllib.parse import quote
 
+from streams.cluster import Cluster, Member
 from streams.errors import StreamsError
-from streams.replay.cluster import Cluster, Member
 from streams.runtime.query import endpoint_of
 
 RETRY_S = 0.2  # between two rounds while the group rebalances

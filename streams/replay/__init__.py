@@ -1,22 +1,19 @@
 """Replay history and move consumer groups: positions, plans, copies, resets and lag.
 
 The CLI (``streams replay``, ``streams offsets``, ``streams lag``) is a thin layer over
-these functions.
+these functions. Each takes a ``streams.cluster.Cluster``, the door they ask through.
 """
 
-from streams.replay.cluster import Cluster, GroupInfo, Member, default_bootstrap
 from streams.replay.copy import PartitionResult, ReplayResult, replay
 from streams.replay.csvplan import dump_plan, parse_plan, read_plan, write_plan
 from streams.replay.errors import (
     ActiveGroupError,
-    ClusterError,
     CopyError,
     PlanFileError,
     PositionError,
     RangeError,
     ReplayError,
     UnknownGroupError,
-    UnknownTopicError,
 )
 from streams.replay.filters import RecordFilter
 from streams.replay.groups import (
@@ -41,12 +38,8 @@ from streams.replay.resolve import PartitionState, resolve, resolve_range
 
 __all__ = [
     "ActiveGroupError",
-    "Cluster",
-    "ClusterError",
     "CopyError",
-    "GroupInfo",
     "GroupOffsets",
-    "Member",
     "OffsetChange",
     "PartitionOffsets",
     "PartitionRange",
@@ -63,8 +56,6 @@ __all__ = [
     "ResetPlan",
     "TopicSelection",
     "UnknownGroupError",
-    "UnknownTopicError",
-    "default_bootstrap",
     "dump_plan",
     "execute_reset",
     "group_offsets",

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, cast
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
+from streams.cluster import Cluster, TopicNotFoundError
 from streams.config import bounded_prefetch
 from streams.observability.tracing import tracing
-from streams.replay.cluster import Cluster
-from streams.replay.errors import CopyError, ReplayError, UnknownTopicError
+from streams.replay.errors import CopyError, ReplayError
 from streams.replay.filters import Headers, RecordFilter
 from streams.replay.plan import ReplayPlan
 
@@ -119,15 +119,15 @@ def check_target(
             "by its consumers (pass --force if you mean it)"
         )
     try:
-        target_partitions = cluster.partitions(into)
-    except UnknownTopicError:
-        raise UnknownTopicError(f"target topic {into!r} does not exist: create it first") from None
+        target_partitions = cluster.partition_count(into)
+    except TopicNotFoundError:
+        raise TopicNotFoundError(f"target topic {into!r} does not exist: create it first") from None
     if keep_partition:
         needed = max((r.partition for r in plan.ranges), default=-1) + 1
-        if len(target_partitions) < needed:
+        if target_partitions < needed:
             raise ReplayError(
                 f"--keep-partition needs {needed} partitions in {into!r}, it has "
-                f"{len(target_partitions)}"
+                f"{target_partitions}"
             )
 
 

@@ -1,4 +1,5 @@
-"""Errors of replay, offset resets and lag: each a ``StreamsError`` with a one-line message."""
+"""Errors of replay, offset resets and lag: each a ``StreamsError`` with a one-line message
+(what the cluster raises is ``streams.cluster``'s: ``ClusterError``, ``TopicNotFoundError``)."""
 
 from __future__ import annotations
 
@@ -17,25 +18,12 @@ class RangeError(PositionError):
     """A range whose end resolves before its start."""
 
 
-class UnknownTopicError(ReplayError):
-    """A topic or a partition that the cluster does not have."""
-
-
 class UnknownGroupError(ReplayError):
     """A consumer group that the cluster does not know."""
 
 
 class ActiveGroupError(ReplayError):
     """Offsets cannot be reset while the group has active members."""
-
-
-class ClusterError(ReplayError):
-    """The cluster could not be reached, or refused a request, within the timeout."""
-
-
-class ClusterRefusedError(ClusterError):
-    """The cluster answered and refused us: wrong credentials, a failed TLS handshake, no
-    permission. Waiting does not help."""
 
 
 class CopyError(ReplayError):

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from streams.cluster import Cluster, GroupInfo, Member
 from streams.coordinates import TP
-from streams.replay.cluster import Cluster, GroupInfo, Member
 from streams.replay.errors import ActiveGroupError, UnknownGroupError
-from streams.replay.lookup import partition_states, partitions_for
+from streams.replay.lookup import partition_states, partitions_for, select
 from streams.replay.plan import now_ms
 from streams.replay.positions import PositionSpec, TopicSelection
 from streams.replay.resolve import PartitionState, clamp, resolve
@@ -102,7 +102,7 @@ def plan_reset(
     """The offsets ``group`` would get on ``topics`` for ``position``; nothing changes.
 
     Blocks on broker lookups. Raises ``UnknownGroupError``, ``ActiveGroupError``,
-    ``UnknownTopicError``, ``PositionError`` (a shift where a partition has no commit, a
+    ``TopicNotFoundError``, ``PositionError`` (a shift where a partition has no commit, a
     time in the future), ``ClusterError``.
     """
     info = require_group(cluster, group, allow_new=allow_new)
@@ -134,7 +134,7 @@ def plan_from_offsets(
         by_topic.setdefault(topic, {})[partition] = offset
     changes: list[OffsetChange] = []
     for topic, wanted in sorted(by_topic.items()):
-        partitions = cluster.select(TopicSelection(topic, tuple(sorted(wanted))))
+        partitions = select(cluster, TopicSelection(topic, tuple(sorted(wanted))))
         states = partition_states(cluster, topic, partitions, [], now_ms(), group=group)
         new = {p: clamp(wanted[p], states[p]) for p in partitions}
         changes += _changes(topic, states, new)

@@ -17,8 +17,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from streams.cluster import Cluster, GroupInfo
 from streams.coordinates import TP
-from streams.replay.cluster import Cluster, GroupInfo
 from streams.replay.errors import UnknownGroupError
 
 
@@ -51,8 +51,8 @@ class TopicLag:
 def caught_up(cluster: Cluster, group: str, topics: Sequence[str]) -> bool:
     """Whether ``group`` has committed the end of every partition of ``topics``: all that
     was written there so far is processed (a partition with no record left counts as
-    read). Raises ``UnknownTopicError`` and ``ClusterError`` as ``Cluster`` does."""
-    partitions = [(t, p) for t in topics for p in cluster.partitions(t)]
+    read). Raises ``TopicNotFoundError`` and ``ClusterError`` as ``Cluster`` does."""
+    partitions = [(t, p) for t in topics for p in range(cluster.partition_count(t))]
     ends = cluster.list_offsets(partitions, "latest")
     starts = cluster.list_offsets(partitions, "earliest")
     committed = cluster.committed(group, partitions)

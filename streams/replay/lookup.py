@@ -2,17 +2,32 @@
 
 One ListOffsets request per kind of answer (log start, log end, each time asked about),
 covering every partition at once; the committed offsets of a group only when a shift
-needs them. Blocks for at most a few ``Cluster.timeout`` periods; raises ``ReplayError``.
+needs them. Blocks for at most a few ``Cluster.timeout`` periods; raises ``ReplayError``
+and ``streams.cluster``'s ``ClusterError``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from streams.replay.cluster import Cluster
+from streams.cluster import Cluster, TopicNotFoundError
 from streams.replay.errors import PositionError
 from streams.replay.positions import Position, PositionSpec, Shift, TopicSelection
 from streams.replay.resolve import PartitionState, timestamps_needed
+
+
+def select(cluster: Cluster, selection: TopicSelection) -> list[int]:
+    """The partitions a selection names, checked to exist. Raises ``TopicNotFoundError``."""
+    count = cluster.partition_count(selection.topic)
+    if selection.partitions is None:
+        return list(range(count))
+    missing = sorted(p for p in set(selection.partitions) if not 0 <= p < count)
+    if missing:
+        raise TopicNotFoundError(
+            f"topic {selection.topic!r} has no partition {', '.join(map(str, missing))} "
+            f"(it has {count}: 0..{count - 1})"
+        )
+    return list(selection.partitions)
 
 
 def partitions_for(
@@ -25,7 +40,7 @@ def partitions_for(
     named = sorted(set().union(*per)) if per else None
     if selection.partitions is None and named is not None:
         selection = TopicSelection(selection.topic, tuple(named))
-    partitions = cluster.select(selection)
+    partitions = select(cluster, selection)
     for spec in specs:
         if spec is None or spec.default is not None:
             continue

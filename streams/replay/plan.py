@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from streams.replay.cluster import Cluster
+from streams.cluster import Cluster
 from streams.replay.lookup import partition_states, partitions_for
 from streams.replay.positions import Latest, PositionSpec, TopicSelection
 from streams.replay.resolve import resolve_range
@@ -81,7 +81,7 @@ def plan_replay(
     ago); ``read_committed`` False resolves ``latest`` to the high watermark instead of
     the last stable offset (for readers that see open transactions). Blocks on a few
     broker lookups; raises ``PositionError``/``RangeError`` for bad positions,
-    ``UnknownTopicError``, ``ClusterError``.
+    ``TopicNotFoundError``, ``ClusterError``.
     """
     at = now_ms() if at_ms is None else at_ms
     partitions = partitions_for(cluster, source, start, end)

@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from streams.cluster import Cluster
 from streams.coordinates import TP
 from streams.pipeline.record import Record
 from streams.pipeline.step import Forward, Step
-from streams.replay.cluster import Cluster
 from streams.replay.errors import ReplayError
 from streams.replay.groups import require_inactive
 from streams.replay.plan import ReplayPlan
@@ -74,7 +74,7 @@ def start_offsets(cluster: Cluster, plan: ReplayPlan, topology: Topology) -> dic
     """The offsets the new group starts from: the plan's starts; log ends elsewhere."""
     offsets: dict[TP, int] = {}
     for topic in topology.topics_read:
-        tps = [(topic, p) for p in cluster.partitions(topic)]
+        tps = [(topic, p) for p in range(cluster.partition_count(topic))]
         offsets.update(cluster.list_offsets(tps, "latest", read_committed=True))
     offsets.update({(plan.topic, r.partition): r.start for r in plan.ranges})
     return offsets

@@ -24,13 +24,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from confluent_kafka import AcknowledgeType, KafkaError
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ResourceType,
-)
 
+from streams.cluster import set_share_offset_reset
 from streams.codec import AvroCodec, Codec
 from streams.failures.topics import ensure_failure_topics
 from streams.logs import get_logger
@@ -131,16 +126,12 @@ class ShareRuntime:
         """Create the DLQs, start the group at the earliest offset when new, subscribe."""
         for topics in failure_topics(self.topology):
             ensure_failure_topics(self._topics, topics)
-        reset = ConfigEntry(
-            "share.auto.offset.reset",
+        set_share_offset_reset(
+            self._admin,
+            self.topology.app_id,
             self.config.auto_offset_reset,
-            incremental_operation=AlterConfigOpType.SET,
+            self.config.shutdown_timeout_s,
         )
-        group = ConfigResource(
-            ResourceType.GROUP, self.topology.app_id, incremental_configs=[reset]
-        )
-        for future in self._admin.incremental_alter_configs([group]).values():
-            future.result(timeout=self.config.shutdown_timeout_s)
         self._consumer.subscribe(self.topology.topics_read)
         self._log.info("started", topics=self.topology.topics_read)
 

@@ -3,7 +3,7 @@ are created."""
 
 from __future__ import annotations
 
-from streams.cluster import Topics
+from streams.cluster import TopicNotFoundError, Topics
 from streams.runtime.errors import CoPartitionError, MissingTopicError
 from streams.topology import Topology
 from streams.topology.tables import copartition_problems
@@ -16,22 +16,21 @@ def prepare_topics(topics: Topics, topology: Topology) -> int:
     (an owned topic the topology reads, such as a repartition topic, is created). Owned
     topics get ``topics``' replication factor; one that exists is kept (with a WARNING when
     it has fewer replicas)."""
-    metadata = topics.admin.list_topics(timeout=topics.timeout)
     widest = 1
     ours = {o.name for o in topology.owned_topics}
     internal: set[str] = set()  # read, but owned and not there yet: created below
     counts: dict[str, int] = {}
     for topic in topology.topics_read:
-        meta = metadata.topics.get(topic)
-        if meta is None or meta.error is not None:
+        try:
+            counts[topic] = topics.partition_count(topic)
+        except TopicNotFoundError:
             if topic in ours:
                 internal.add(topic)
                 continue
             raise MissingTopicError(
                 f"topology {topology.app_id!r} reads topic {topic!r}, which does not exist"
-            )
-        counts[topic] = len(meta.partitions)
-        widest = max(widest, len(meta.partitions))
+            ) from None
+        widest = max(widest, counts[topic])
     problems = copartition_problems(topology, {**dict.fromkeys(internal, widest), **counts})
     if problems:
         raise CoPartitionError("; ".join(problems))

@@ -24,10 +24,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._config import ConfigResource
-
 from streams.cluster import TopicError, TopicNotFoundError, Topics
 from streams.state.base import NEVER, Entry
 from streams.state.errors import (
@@ -168,25 +164,14 @@ def ensure_changelog_topic(
         if create and cluster.ensure(topic, partitions, CHANGELOG_CONFIG):
             return True  # made as it must be (and the next broker asked may not know it yet)
         actual = cluster.partition_count(topic)
+        if actual != partitions:
+            raise ChangelogPartitionCountError(topic, actual, partitions)
+        entry = cluster.configs(topic).get("cleanup.policy")
     except TopicNotFoundError as exc:
         raise ChangelogTopicError(f"changelog topic {topic!r} does not exist") from exc
     except TopicError as exc:
         raise ChangelogTopicError(str(exc)) from exc
-    if actual != partitions:
-        raise ChangelogPartitionCountError(topic, actual, partitions)
-    policy = _cleanup_policy(cluster.admin, topic, cluster.timeout)
+    policy = str(entry.value) if entry is not None and entry.value is not None else "delete"
     if "compact" not in {p.strip() for p in policy.split(",")}:
         raise ChangelogCompactionError(topic, policy)
     return False
-
-
-def _cleanup_policy(admin: AdminClient, topic: str, timeout: float) -> str:
-    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    try:
-        configs = admin.describe_configs([resource], request_timeout=timeout)[resource].result(
-            timeout=timeout
-        )
-    except KafkaException as exc:
-        raise ChangelogTopicError(f"cannot read the config of {topic!r}: {exc}") from exc
-    entry = configs.get("cleanup.policy")
-    return str(entry.value) if entry is not None and entry.value is not None else "delete"

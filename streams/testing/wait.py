@@ -23,9 +23,9 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from streams.cluster import Cluster
 from streams.errors import StreamsError
 from streams.replay import lag
-from streams.replay.cluster import Cluster
 
 T = TypeVar("T")
 

@@ -22,11 +22,11 @@ from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Message, TopicPartition
 
+from streams.cluster import Cluster, TopicNotFoundError
 from streams.codec.avro import AvroCodec
 from streams.codec.errors import DecodeError
 from streams.codec.jsonmap import envelope_fields
-from streams.replay.cluster import Cluster
-from streams.replay.errors import PositionError, ReplayError, UnknownTopicError
+from streams.replay.errors import PositionError, ReplayError
 from streams.replay.filters import RecordFilter
 from streams.replay.plan import ReplayPlan, plan_replay
 from streams.replay.positions import PositionSpec, Shift, TopicSelection, format_ms
@@ -66,7 +66,7 @@ def read_batches(
     ``max_records``; with ``follow`` and no end, runs until the caller stops iterating
     (or Ctrl-C). With ``follow``, a topic that does not exist yet is waited for (as
     kafka-console-consumer does: a consumer started before its producer is normal), and
-    ``on_wait`` hears once why. Raises ``PositionError``, ``UnknownTopicError`` (without
+    ``on_wait`` hears once why. Raises ``PositionError``, ``TopicNotFoundError`` (without
     ``follow``), ``ClusterError``, ``ConsumeError``.
     """
     for spec in (request.start, request.end):
@@ -107,7 +107,7 @@ def _plan(
                 request.end,
                 read_committed=request.read_committed,
             )
-        except UnknownTopicError:
+        except TopicNotFoundError:
             if not request.follow:
                 raise
             if not told and on_wait is not None:

@@ -23,13 +23,12 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
+from streams.cluster import Cluster, TopicNotFoundError
 from streams.codec.avro import AvroCodec
 from streams.codec.errors import EncodeError
 from streams.codec.jsonmap import from_json
 from streams.envelope import Envelope
 from streams.errors import ProduceError, StreamsError
-from streams.replay.cluster import Cluster
-from streams.replay.errors import UnknownTopicError
 
 DEFAULT_SOURCE = "streams-cli"
 Headers = list[tuple[str, str | bytes | None]]
@@ -265,12 +264,12 @@ def producer_for(cluster: Cluster, deliveries: _Deliveries) -> Producer:
 
 
 def check_topic(cluster: Cluster, topic: str) -> None:
-    """Raise ``UnknownTopicError`` (with the command that fixes it) for a missing topic:
+    """Raise ``TopicNotFoundError`` (with the command that fixes it) for a missing topic:
     writing to it would create it with the broker's defaults, or wait forever."""
     try:
-        cluster.partitions(topic)
-    except UnknownTopicError:
-        raise UnknownTopicError(
+        cluster.partition_count(topic)
+    except TopicNotFoundError:
+        raise TopicNotFoundError(
             f"topic {topic!r} does not exist (create it: streams topics create {topic})"
         ) from None
 

@@ -1,9 +1,9 @@
 """List, describe, create and delete topics: what ``streams topics`` shows and does.
 
 Every function blocks for at most a few ``Cluster.timeout`` periods and raises a
-``StreamsError`` with a one-line message: ``ClusterError`` for a cluster that cannot be
-reached, ``UnknownTopicError`` for a topic it lacks, ``TopicExistsError``/``TopicError``
-(``streams.cluster``) for a creation or deletion the broker refused.
+``ClusterError`` (``streams.cluster``) with a one-line message: for a cluster that cannot
+be reached, ``TopicNotFoundError`` for a topic it lacks, ``TopicExistsError``/``TopicError``
+for a creation or deletion the broker refused.
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ from typing import Any
 
 from confluent_kafka.admin import ConfigSource  # type: ignore[attr-defined]
 
-from streams.cluster import TopicExistsError, create_topic, delete_topics
+from streams.cluster import Cluster, TopicExistsError, TopicNotFoundError
 from streams.config import parse_key_values
-from streams.replay.cluster import Cluster
-from streams.replay.errors import UnknownTopicError
 
 INTERNAL_PREFIX = "__"  # Kafka's own topics: __consumer_offsets, __transaction_state, ...
 
@@ -134,9 +132,9 @@ def list_topics(cluster: Cluster, *, internal: bool = False) -> list[TopicSummar
 
 def describe_topic(cluster: Cluster, name: str) -> TopicDescription:
     """Partitions (leader, replicas, ISR, start and end offsets) and the configs not at
-    Kafka's default. Raises ``UnknownTopicError``."""
-    numbers = cluster.partitions(name)
+    Kafka's default. Raises ``TopicNotFoundError``."""
     meta = cluster.topic_metadata(name)[name]
+    numbers = sorted(meta.partitions)
     tps = [(name, p) for p in numbers]
     starts = cluster.list_offsets(tps, "earliest")
     ends = cluster.list_offsets(tps, "latest")
@@ -180,15 +178,12 @@ def create(
 ) -> bool:
     """Create ``name`` and wait until every broker serves it. Returns False when it
     existed already and ``if_not_exists``; raises ``TopicExistsError`` without it."""
-    cluster.check()
     try:
-        return create_topic(
-            cluster.admin,
+        return cluster.create_topic(
             name,
             partitions,
             configs,
             exist_ok=if_not_exists,
-            timeout=cluster.timeout,
             replication_factor=replication_factor,
         )
     except TopicExistsError as exc:
@@ -203,13 +198,13 @@ def missing_topics(cluster: Cluster, names: Sequence[str]) -> list[str]:
 
 def delete(cluster: Cluster, names: Sequence[str], *, if_exists: bool = False) -> list[str]:
     """Delete ``names`` and wait until the metadata no longer shows them; returns those
-    deleted. A name the cluster lacks raises ``UnknownTopicError`` (before anything is
+    deleted. A name the cluster lacks raises ``TopicNotFoundError`` (before anything is
     deleted) unless ``if_exists``."""
     missing = missing_topics(cluster, names)
     if missing and not if_exists:
         which = ", ".join(repr(n) for n in missing)
         what = f"topic {which} does" if len(missing) == 1 else f"topics {which} do"
-        raise UnknownTopicError(f"{what} not exist (nothing was deleted)")
+        raise TopicNotFoundError(f"{what} not exist (nothing was deleted)")
     doomed = [n for n in dict.fromkeys(names) if n not in missing]
-    delete_topics(cluster.admin, doomed, timeout=cluster.timeout)
+    cluster.delete_topics(doomed)
     return doomed

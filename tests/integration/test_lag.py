@@ -10,8 +10,8 @@ from confluent_kafka.admin import AdminClient
 from test_offsets_cli import streams
 from test_replay_seed import seed
 
-from streams.cluster import delete_topics
-from streams.replay import Cluster, group_offsets
+from streams.cluster import Cluster, delete_topics
+from streams.replay import group_offsets
 from streams.replay.lag import lag
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from confluent_kafka import Producer
 from test_offsets_cli import streams
 
-from streams.replay import Cluster
+from streams.cluster import Cluster
 from streams.replay.lag import lag
 
 HOUR_MS = 3_600_000

@@ -15,7 +15,7 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 from test_replay_seed import Seeded, seed
 
-from streams.replay import Cluster
+from streams.cluster import Cluster
 
 
 def streams(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -17,8 +17,8 @@ from test_replay_seed import MIN, Seeded, seed
 
 from streams.broker import ensure_libs
 from streams.broker.tools import find_java
+from streams.cluster import Cluster
 from streams.replay import (
-    Cluster,
     dump_plan,
     parse_position_spec,
     parse_topic_selection,

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from streams.cluster import Cluster
 from streams.envelope import Envelope
 from streams.examples import example_path
 from streams.patterns.projections import caught_up, current_app, pointer_topic
 from streams.patterns.queries import query
-from streams.replay import Cluster
 from streams.testing import KafkaIO, TopicFactory, TopologyProcess, wait_until
 from streams.topology import load_topology
 from streams.topology.loader import import_file

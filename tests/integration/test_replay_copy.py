@@ -12,7 +12,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from test_replay_seed import MIN, Seeded, seed
 
-from streams.replay import Cluster, CopyError, ReplayError, plan_replay
+from streams.cluster import Cluster, TopicNotFoundError
+from streams.replay import CopyError, ReplayError, plan_replay
 from streams.replay.copy import REPLAY_HEADER, replay
 from streams.replay.filters import RecordFilter
 from streams.replay.positions import TopicSelection, format_ms, parse_position_spec
@@ -110,7 +111,7 @@ def test_replay_into_its_source_is_refused_unless_forced(
     plan = plan_replay(cluster, TopicSelection(seeded.topic, (1,)), parse_position_spec("3"))
     with pytest.raises(ReplayError, match="into itself"):
         replay(cluster, plan, seeded.topic)
-    with pytest.raises(ReplayError, match="does not exist"):
+    with pytest.raises(TopicNotFoundError, match=r"target topic .* does not exist"):
         replay(cluster, plan, seeded.topic + "-missing")
     small = make_topic("small", partitions=1)
     with pytest.raises(ReplayError, match="needs 2 partitions"):

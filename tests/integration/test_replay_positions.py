@@ -8,7 +8,8 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from test_replay_seed import MIN, Seeded, seed
 
-from streams.replay import Cluster, PositionError, RangeError, UnknownTopicError, plan_replay
+from streams.cluster import Cluster, TopicNotFoundError
+from streams.replay import PositionError, RangeError, plan_replay
 from streams.replay.positions import (
     PositionSpec,
     TopicSelection,
@@ -86,7 +87,7 @@ def test_bad_input_is_refused(kafka_bootstrap: str, seeded: Seeded) -> None:
         plan_replay(cluster, sel, parse_position_spec("8"), parse_position_spec("2"))
     with pytest.raises(PositionError, match="in the future"):
         plan_replay(cluster, sel, parse_position_spec("2999-01-01T00:00:00Z"))
-    with pytest.raises(UnknownTopicError, match="does not exist"):
+    with pytest.raises(TopicNotFoundError, match="does not exist"):
         plan_replay(cluster, TopicSelection(seeded.topic + "-nope"), PositionSpec())
-    with pytest.raises(UnknownTopicError, match="no partition 7"):
+    with pytest.raises(TopicNotFoundError, match="no partition 7"):
         plan_replay(cluster, TopicSelection(seeded.topic, (0, 7)), parse_position_spec("0"))

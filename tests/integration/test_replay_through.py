@@ -13,9 +13,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from test_offsets_cli import streams
 
-from streams.cluster import delete_topics
+from streams.cluster import Cluster, delete_topics
 from streams.codec import AvroCodec
-from streams.replay import Cluster, ReplayError, parse_position_spec, plan_replay
+from streams.replay import ReplayError, parse_position_spec, plan_replay
 from streams.replay.positions import TopicSelection
 from streams.replay.through import replay_through
 from streams.schemas import default_catalog

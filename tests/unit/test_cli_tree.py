@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 import streams.cli
 from streams.cli import EXIT_CODES, app
 from streams.cli._help import find, walk
+from streams.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
 from streams.errors import StreamsError
-from streams.replay.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
 
 CLI: Any = streams.cli.cli
 COMMANDS = sorted(" ".join(path) for path in walk(CLI) if path)

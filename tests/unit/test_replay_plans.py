@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.replay.cluster import GroupInfo, Member
+from streams.cluster import GroupInfo, Member
 from streams.replay.csvplan import dump_plan, parse_plan
 from streams.replay.errors import ActiveGroupError, PlanFileError, ReplayError
 from streams.replay.filters import RecordFilter
