@@ -41,7 +41,7 @@ from prometheus_client.registry import Collector
 
 from streams.coordinates import TP
 from streams.observability.health import Health
-from streams.pipeline.commit import Committer
+from streams.pipeline.commit import Committer, CommitterWrapper
 from streams.pipeline.failure import OnSkip
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
@@ -329,46 +329,22 @@ class Measure(Forward):
         self.next.revoked(partitions)
 
 
-class TimedCommitter:
+class TimedCommitter(CommitterWrapper):
     """A ``Committer`` whose commits and assignments are timed; the rest passes through."""
 
-    def __init__(self, committer: Committer, metrics: RuntimeMetrics) -> None:
-        self.inner = committer
-        kind = _COMMIT_KINDS.get(type(committer).__name__, type(committer).__name__)
+    def __init__(self, inner: Committer, metrics: RuntimeMetrics) -> None:
+        super().__init__(inner)
+        kind = _COMMIT_KINDS.get(type(inner).__name__, type(inner).__name__)
         self._commit = metrics.commit.labels(**metrics.labels, kind=kind)
         self._assign = metrics.restore.labels(**metrics.labels)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def start(self) -> None:
-        self.inner.start()
 
     def assigned(self, partitions: Sequence[TP]) -> None:
         with self._assign.time():
             self.inner.assigned(partitions)
 
-    def revoked(self, partitions: Sequence[TP]) -> None:
-        self.inner.revoked(partitions)
-
-    def lost(self, partitions: Sequence[TP]) -> None:
-        self.inner.lost(partitions)
-
     def commit(self) -> None:
         with self._commit.time():
             self.inner.commit()
-
-    def send_ahead(self) -> None:
-        self.inner.send_ahead()
-
-    def finish(self, failure: BaseException | None) -> None:
-        self.inner.finish(failure)
-
-    def recover(self) -> None:
-        self.inner.recover()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class RuntimeCollector(Collector):
