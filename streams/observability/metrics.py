@@ -22,8 +22,8 @@ runtime asks ``RuntimeMetrics`` at build time for:
 
 Everything else is read at scrape time from what the runtime keeps anyway (``Stats``,
 failure routing's counters, the stores, ``Health``) by a custom collector
-(``RuntimeCollector``), on the server's thread. Every metric carries ``app_id`` (and
-``instance_id`` when the instance has one).
+(``RuntimeCollector``, a function per metric family), on the server's thread. Every
+metric carries ``app_id`` (and ``instance_id`` when the instance has one).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from prometheus_client.registry import Collector
 
 from streams.coordinates import TP
 from streams.observability.health import Health
-from streams.pipeline.commit import Committer
+from streams.pipeline.commit import Committer, CommitterWrapper
 from streams.pipeline.failure import OnSkip
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
@@ -329,46 +329,22 @@ class Measure(Forward):
         self.next.revoked(partitions)
 
 
-class TimedCommitter:
+class TimedCommitter(CommitterWrapper):
     """A ``Committer`` whose commits and assignments are timed; the rest passes through."""
 
-    def __init__(self, committer: Committer, metrics: RuntimeMetrics) -> None:
-        self.inner = committer
-        kind = _COMMIT_KINDS.get(type(committer).__name__, type(committer).__name__)
+    def __init__(self, inner: Committer, metrics: RuntimeMetrics) -> None:
+        super().__init__(inner)
+        kind = _COMMIT_KINDS.get(type(inner).__name__, type(inner).__name__)
         self._commit = metrics.commit.labels(**metrics.labels, kind=kind)
         self._assign = metrics.restore.labels(**metrics.labels)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def start(self) -> None:
-        self.inner.start()
 
     def assigned(self, partitions: Sequence[TP]) -> None:
         with self._assign.time():
             self.inner.assigned(partitions)
 
-    def revoked(self, partitions: Sequence[TP]) -> None:
-        self.inner.revoked(partitions)
-
-    def lost(self, partitions: Sequence[TP]) -> None:
-        self.inner.lost(partitions)
-
     def commit(self) -> None:
         with self._commit.time():
             self.inner.commit()
-
-    def send_ahead(self) -> None:
-        self.inner.send_ahead()
-
-    def finish(self, failure: BaseException | None) -> None:
-        self.inner.finish(failure)
-
-    def recover(self) -> None:
-        self.inner.recover()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class RuntimeCollector(Collector):
@@ -380,183 +356,189 @@ class RuntimeCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         m, runtime = self._metrics, self._runtime
-        base = m.labels
-        names, values = list(base), list(base.values())
-        stats = runtime.stats
-        failures = stats.failures
+        families = _Families(m.labels)
+        yield from _records(families, m, runtime)
+        yield from _rebalances(families, runtime.stats)
+        yield from _transactions(families, runtime.committer)
+        yield from _instance(families, runtime)
+        yield from _stalls(families, runtime.stall)
+        yield from _lag(families, m.lag)
+        yield from _restores(families, m.restoring)
+        yield from _stores(families, runtime.state)
+        yield from _librdkafka(families, m.librdkafka)
 
-        def per_topic(name: str, doc: str, counts: dict[str, int]) -> CounterMetricFamily:
-            family = CounterMetricFamily(name, doc, labels=[*names, "topic"])
-            for topic, count in sorted(counts.copy().items()):
-                family.add_metric([*values, topic], count)
-            return family
 
-        def one(family: Any, value: float) -> Any:
-            family.add_metric(values, value)
-            return family
+class _Families:
+    """Makes the metric families of one scrape, each labelled with the instance's labels
+    (``app_id``, ``instance_id``) and, per sample, any more."""
 
-        yield per_topic("streams_records_consumed", "Records consumed, per topic read.", m.consumed)
-        yield per_topic(
-            "streams_records_produced", "Outputs produced, per topic written.", m.produced
-        )
-        yield per_topic(
-            "streams_records_skipped", "Records a SKIP error policy let go, per topic.", m.skipped
-        )
-        yield per_topic(
-            "streams_records_retried",
-            "Failed records written to a retry tier, per input topic.",
-            failures.get("retried_by_topic", {}),
-        )
-        yield per_topic(
-            "streams_records_dead_lettered",
-            "Records written to a dead-letter topic, per input topic.",
-            failures.get("dead_lettered_by_topic", {}),
-        )
-        yield one(
-            CounterMetricFamily(
-                "streams_records_recovered", "Records that succeeded on a retry.", labels=names
-            ),
-            failures.get("recovered", 0),
-        )
-        yield one(
-            CounterMetricFamily(
-                "streams_records_duplicates", "Records dropped by dedup steps.", labels=names
-            ),
-            runtime.duplicates,
-        )
-        yield one(
-            CounterMetricFamily("streams_rebalances", "Partition assignments.", labels=names),
-            stats.rebalances,
-        )
-        yield one(
-            CounterMetricFamily(
-                "streams_rebalance_seconds",
-                "Time spent in rebalance callbacks (restores, commits on revoke, lost).",
-                labels=names,
-            ),
-            stats.rebalance_seconds,
-        )
-        yield one(
-            CounterMetricFamily(
-                "streams_partitions_lost",
-                "Partitions taken away without a revoke (the session timed out).",
-                labels=names,
-            ),
-            stats.partitions_lost,
-        )
-        aborts = getattr(getattr(runtime.committer, "inner", None), "aborts", None)
-        if aborts is not None:
-            yield one(
-                CounterMetricFamily(
-                    "streams_transaction_aborts", "Transactions aborted.", labels=names
-                ),
-                aborts,
-            )
-        yield one(
-            GaugeMetricFamily(
-                "streams_assigned_partitions", "Input partitions assigned.", labels=names
-            ),
-            stats.partitions,
-        )
-        health = runtime.health
-        yield one(
-            GaugeMetricFamily("streams_ready", "1 when /readyz answers 200.", labels=names),
-            0 if health.unready() else 1,
-        )
-        yield one(
-            GaugeMetricFamily("streams_restoring", "1 while stores are restored.", labels=names),
-            1 if health.restoring else 0,
-        )
-        yield one(
-            GaugeMetricFamily(
-                "streams_records_in_flight",
-                "Records started and not finished (awaiting async steps, with concurrency).",
-                labels=names,
-            ),
-            runtime.in_flight,
-        )
-        yield one(
-            GaugeMetricFamily(
-                "streams_records_held",
-                "Records an instance holds with concurrency: in flight, waiting for their key "
-                "or a place, or finished ahead of one that is not.",
-                labels=names,
-            ),
-            runtime.held,
-        )
-        stalled = runtime.stall.stalled_partitions()
-        yield one(
-            GaugeMetricFamily(
-                "streams_stalled_partitions",
-                "Partitions with lag whose position has not moved for stall_after_s.",
-                labels=names,
-            ),
-            len(stalled),
-        )
-        seconds = GaugeMetricFamily(
-            "streams_partition_stalled_seconds",
-            "Seconds since a stalled partition last moved (only stalled partitions).",
-            labels=[*names, "topic", "partition"],
-        )
-        for s in stalled:
-            seconds.add_metric([*values, s.topic, str(s.partition)], s.seconds)
-        yield seconds
-        yield from self._lag(names, values)
-        yield from self._stores(names, values)
-        yield from _librdkafka(m.librdkafka, names, values)
+    def __init__(self, labels: dict[str, str]) -> None:
+        self.names = list(labels)
+        self.values = list(labels.values())
 
-    def _lag(self, names: list[str], values: list[str]) -> Iterator[Metric]:
-        labels = [*names, "topic", "partition"]
-        records = GaugeMetricFamily(
-            "streams_consumer_lag_records",
-            "Records in the partition after the consumer's position (cached high watermark).",
-            labels=labels,
-        )
-        seconds = GaugeMetricFamily(
-            "streams_consumer_lag_seconds",
-            "While records wait: the age of the partition's latest processed record "
-            "(0 when caught up).",
-            labels=labels,
-        )
-        for (topic, partition), (count, age) in sorted(self._metrics.lag.items()):
-            records.add_metric([*values, topic, str(partition)], count)
-            if age is not None:
-                seconds.add_metric([*values, topic, str(partition)], age)
-        yield records
-        yield seconds
+    def counter(self, name: str, doc: str, value: float) -> CounterMetricFamily:
+        """A counter with one sample, ``value``."""
+        family = CounterMetricFamily(name, doc, labels=self.names)
+        family.add_metric(self.values, value)
+        return family
 
-    def _stores(self, names: list[str], values: list[str]) -> Iterator[Metric]:
-        labels = [*names, "topic", "partition"]
-        remaining = GaugeMetricFamily(
-            "streams_restore_remaining_records",
-            "Changelog records still to restore, per changelog partition (0: done).",
-            labels=labels,
-        )
-        restored = GaugeMetricFamily(
-            "streams_restore_restored_records",
-            "Changelog records restored by the latest restore, per changelog partition.",
-            labels=labels,
-        )
-        for (topic, partition), (done, total) in sorted(self._metrics.restoring.copy().items()):
-            remaining.add_metric([*values, topic, str(partition)], max(total - done, 0))
-            restored.add_metric([*values, topic, str(partition)], done)
-        yield remaining
-        yield restored
-        entries = GaugeMetricFamily(
-            "streams_store_entries",
-            "Entries in a store partition (RocksDB: its estimate).",
-            labels=[*names, "store", "partition"],
-        )
-        state = self._runtime.state
-        if state is not None:
-            for name, store in sorted(state.stores.items()):
-                for partition, part in sorted(dict(store.partitions).items()):
-                    try:
-                        count = part.storage.estimated_count()
-                    except Exception:
-                        continue
-                    entries.add_metric([*values, name, str(partition)], count)
-        yield entries
+    def gauge(self, name: str, doc: str, value: float) -> GaugeMetricFamily:
+        """A gauge with one sample, ``value``."""
+        family = GaugeMetricFamily(name, doc, labels=self.names)
+        family.add_metric(self.values, value)
+        return family
+
+    def per_topic(self, name: str, doc: str, counts: dict[str, int]) -> CounterMetricFamily:
+        family = CounterMetricFamily(name, doc, labels=[*self.names, "topic"])
+        for topic, count in sorted(counts.copy().items()):
+            family.add_metric([*self.values, topic], count)
+        return family
+
+    def per_partition(self, name: str, doc: str, kind: str = "topic") -> GaugeMetricFamily:
+        """A gauge with a sample per partition (of a topic, or of a ``kind``: a store)."""
+        return GaugeMetricFamily(name, doc, labels=[*self.names, kind, "partition"])
+
+    def add(self, family: Any, *labels: str, value: float) -> None:
+        family.add_metric([*self.values, *labels], value)
+
+
+def _records(families: _Families, m: RuntimeMetrics, runtime: Runtime) -> Iterator[Metric]:
+    """What happened to the records: consumed, produced, skipped, retried, dead-lettered
+    (per topic), recovered and dropped as duplicates."""
+    failures = runtime.stats.failures
+    per_topic = families.per_topic
+    yield per_topic("streams_records_consumed", "Records consumed, per topic read.", m.consumed)
+    yield per_topic("streams_records_produced", "Outputs produced, per topic written.", m.produced)
+    yield per_topic(
+        "streams_records_skipped", "Records a SKIP error policy let go, per topic.", m.skipped
+    )
+    yield per_topic(
+        "streams_records_retried",
+        "Failed records written to a retry tier, per input topic.",
+        failures.get("retried_by_topic", {}),
+    )
+    yield per_topic(
+        "streams_records_dead_lettered",
+        "Records written to a dead-letter topic, per input topic.",
+        failures.get("dead_lettered_by_topic", {}),
+    )
+    yield families.counter(
+        "streams_records_recovered",
+        "Records that succeeded on a retry.",
+        failures.get("recovered", 0),
+    )
+    yield families.counter(
+        "streams_records_duplicates", "Records dropped by dedup steps.", runtime.duplicates
+    )
+
+
+def _rebalances(families: _Families, stats: Stats) -> Iterator[Metric]:
+    yield families.counter("streams_rebalances", "Partition assignments.", stats.rebalances)
+    yield families.counter(
+        "streams_rebalance_seconds",
+        "Time spent in rebalance callbacks (restores, commits on revoke, lost).",
+        stats.rebalance_seconds,
+    )
+    yield families.counter(
+        "streams_partitions_lost",
+        "Partitions taken away without a revoke (the session timed out).",
+        stats.partitions_lost,
+    )
+
+
+def _transactions(families: _Families, committer: Committer) -> Iterator[Metric]:
+    """Exactly-once only: the transactions aborted (the committer's own count, read
+    through its wrappers)."""
+    aborts = getattr(committer, "aborts", None)
+    if aborts is not None:
+        yield families.counter("streams_transaction_aborts", "Transactions aborted.", aborts)
+
+
+def _instance(families: _Families, runtime: Runtime) -> Iterator[Metric]:
+    """What the instance holds now: partitions, readiness, records in hand."""
+    health = runtime.health
+    gauge = families.gauge
+    yield gauge(
+        "streams_assigned_partitions", "Input partitions assigned.", runtime.stats.partitions
+    )
+    yield gauge("streams_ready", "1 when /readyz answers 200.", 0 if health.unready() else 1)
+    yield gauge("streams_restoring", "1 while stores are restored.", 1 if health.restoring else 0)
+    yield gauge(
+        "streams_records_in_flight",
+        "Records started and not finished (awaiting async steps, with concurrency).",
+        runtime.in_flight,
+    )
+    yield gauge(
+        "streams_records_held",
+        "Records an instance holds with concurrency: in flight, waiting for their key "
+        "or a place, or finished ahead of one that is not.",
+        runtime.held,
+    )
+
+
+def _stalls(families: _Families, stall: StallState) -> Iterator[Metric]:
+    stalled = stall.stalled_partitions()
+    yield families.gauge(
+        "streams_stalled_partitions",
+        "Partitions with lag whose position has not moved for stall_after_s.",
+        len(stalled),
+    )
+    seconds = families.per_partition(
+        "streams_partition_stalled_seconds",
+        "Seconds since a stalled partition last moved (only stalled partitions).",
+    )
+    for s in stalled:
+        families.add(seconds, s.topic, str(s.partition), value=s.seconds)
+    yield seconds
+
+
+def _lag(families: _Families, lag: dict[TP, tuple[int, float | None]]) -> Iterator[Metric]:
+    records = families.per_partition(
+        "streams_consumer_lag_records",
+        "Records in the partition after the consumer's position (cached high watermark).",
+    )
+    seconds = families.per_partition(
+        "streams_consumer_lag_seconds",
+        "While records wait: the age of the partition's latest processed record "
+        "(0 when caught up).",
+    )
+    for (topic, partition), (count, age) in sorted(lag.items()):
+        families.add(records, topic, str(partition), value=count)
+        if age is not None:
+            families.add(seconds, topic, str(partition), value=age)
+    yield records
+    yield seconds
+
+
+def _restores(families: _Families, restoring: dict[TP, tuple[int, int]]) -> Iterator[Metric]:
+    remaining = families.per_partition(
+        "streams_restore_remaining_records",
+        "Changelog records still to restore, per changelog partition (0: done).",
+    )
+    restored = families.per_partition(
+        "streams_restore_restored_records",
+        "Changelog records restored by the latest restore, per changelog partition.",
+    )
+    for (topic, partition), (done, total) in sorted(restoring.copy().items()):
+        families.add(remaining, topic, str(partition), value=max(total - done, 0))
+        families.add(restored, topic, str(partition), value=done)
+    yield remaining
+    yield restored
+
+
+def _stores(families: _Families, state: StateManager | None) -> Iterator[Metric]:
+    entries = families.per_partition(
+        "streams_store_entries", "Entries in a store partition (RocksDB: its estimate).", "store"
+    )
+    if state is not None:
+        for name, store in sorted(state.stores.items()):
+            for partition, part in sorted(dict(store.partitions).items()):
+                try:
+                    count = part.storage.estimated_count()
+                except Exception:
+                    continue
+                families.add(entries, name, str(partition), value=count)
+    yield entries
 
 
 # librdkafka statistics exported: top-level fields (name, kind, help).
@@ -572,9 +554,8 @@ _CLIENT_FIELDS = (
 )
 
 
-def _librdkafka(
-    latest: dict[str, dict[str, Any]], names: list[str], values: list[str]
-) -> Iterator[Metric]:
+def _librdkafka(families: _Families, latest: dict[str, dict[str, Any]]) -> Iterator[Metric]:
+    names, values = families.names, families.values
     labels = [*names, "client"]
     clients = sorted(latest.copy().items())
     for field, kind, doc in _CLIENT_FIELDS:

@@ -11,51 +11,110 @@ checkpoint (at-least-once with stores: changelog, then offsets, then local store
 transaction (exactly-once: outputs, changelog and offsets in one transaction). The runtime
 calls the rebalance and lifecycle methods; every method runs on the runtime's thread and
 may block on the broker. ``BrokerUnavailable`` from any of them starts recovery, which
-ends with ``recover()``.
+ends with ``recover()``. A ``CommitterWrapper`` adds to the committer it wraps, its
+``inner`` (metrics time the commits; concurrency lets the records in flight finish first).
 """
 
 from __future__ import annotations
 
 import time
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from streams.coordinates import TP
 from streams.pipeline.record import Record
 
 
 class Committer(Protocol):
+    """What the runtime asks of a committer (see the module docstring).
+
+    Each committer writes ``revoked``, ``commit``, ``finish`` and ``recover``; the other
+    methods do nothing by default, which is what a committer without stores or a
+    transaction needs: subclass ``Committer`` to inherit them."""
+
     def start(self) -> None:
         """Before subscribing: create or check what commits need (changelog topics), and
-        with exactly-once open the first transaction."""
+        with exactly-once open the first transaction. By default: nothing to create."""
+        return None
 
     def assigned(self, partitions: Sequence[TP]) -> None:
-        """New partitions, already in ``Partitions``: restore their stores (blocks)."""
+        """New partitions, already in ``Partitions``: restore their stores (blocks). By
+        default: nothing to restore (the consumer resumes at the committed offsets)."""
+        return None
 
+    @abstractmethod
     def revoked(self, partitions: Sequence[TP]) -> None:
         """Partitions leaving: commit their finished work, then close their stores."""
 
     def lost(self, partitions: Sequence[TP]) -> None:
-        """Partitions already someone else's: commit nothing of theirs."""
+        """Partitions already someone else's: commit nothing of theirs. By default:
+        nothing of theirs is held."""
+        return None
 
+    @abstractmethod
     def commit(self) -> None:
         """Commit the finished work of every partition (periodic)."""
 
     def send_ahead(self) -> None:
         """Between commits, on every poll: send what the next commit makes durable (store
         changes to their changelogs) without waiting for it, so the commit, which blocks
-        the loop, has less to do."""
+        the loop, has less to do. By default: nothing but offsets to commit."""
+        return None
 
+    @abstractmethod
     def finish(self, failure: BaseException | None) -> None:
         """At shutdown: a last commit, or with ``failure`` nothing uncommittable."""
 
+    @abstractmethod
     def recover(self) -> None:
         """After an outage, once the broker answers: undo everything since the last commit
         and rewind every partition to its committed offset."""
 
     def close(self) -> None:
         """After the consumer closed: release what is left (an open transaction is
-        aborted). The stores close with the instance's state, after this."""
+        aborted). The stores close with the instance's state, after this. By default:
+        nothing left open."""
+        return None
+
+
+class CommitterWrapper(Committer):
+    """A committer around another, ``inner``: every method passes on to it, and so does
+    every other attribute (the inner committer's own: ``phase``, ``commits``,
+    ``aborts``). A wrapper overrides what it adds (``Forward`` is its twin for steps)."""
+
+    def __init__(self, inner: Committer) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def start(self) -> None:
+        self.inner.start()
+
+    def assigned(self, partitions: Sequence[TP]) -> None:
+        self.inner.assigned(partitions)
+
+    def revoked(self, partitions: Sequence[TP]) -> None:
+        self.inner.revoked(partitions)
+
+    def lost(self, partitions: Sequence[TP]) -> None:
+        self.inner.lost(partitions)
+
+    def commit(self) -> None:
+        self.inner.commit()
+
+    def send_ahead(self) -> None:
+        self.inner.send_ahead()
+
+    def finish(self, failure: BaseException | None) -> None:
+        self.inner.finish(failure)
+
+    def recover(self) -> None:
+        self.inner.recover()
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class Commit:

@@ -48,7 +48,7 @@ from greenlet import GreenletExit, getcurrent, greenlet
 
 from streams.coordinates import TP
 from streams.logs import get_logger
-from streams.pipeline.commit import Committer
+from streams.pipeline.commit import Committer, CommitterWrapper
 from streams.pipeline.execute import Aside, Attempt
 from streams.pipeline.offsets import AHEAD_SPAN, Partitions
 from streams.pipeline.pauses import ConsumerControl, HeldBound
@@ -455,7 +455,7 @@ class Suspend:
         self._loop.close()
 
 
-class ConcurrentCommits:
+class ConcurrentCommits(CommitterWrapper):
     """A committer as ``Concurrently`` needs it (see the module docstring): records in
     flight finish before a commit or a revoke (``timeout`` seconds at most: a commit that
     would wait longer is tried again on the next poll), and are dropped when partitions
@@ -465,22 +465,19 @@ class ConcurrentCommits:
 
     def __init__(
         self,
-        committer: Committer,
+        inner: Committer,
         step: Concurrently,
         partitions: Partitions,
         *,
         timeout: float,
     ) -> None:
-        self.committer = committer
+        super().__init__(inner)
         self._step = step
         self._partitions = partitions
         self._timeout = timeout
 
-    def start(self) -> None:
-        self.committer.start()
-
     def assigned(self, partitions: Sequence[TP]) -> None:
-        self.committer.assigned(partitions)
+        self.inner.assigned(partitions)
         # What an earlier run finished ahead comes with the committed offsets (the stateless
         # committer leaves them to the consumer: they are read here).
         unread = [
@@ -495,12 +492,12 @@ class ConcurrentCommits:
         if not step.drain(self._timeout):
             step.drop_in_flight(partitions)  # undone before their partitions' last commit
         step.mark_ahead()
-        self.committer.revoked(partitions)
+        self.inner.revoked(partitions)
         step.drop(partitions)
 
     def lost(self, partitions: Sequence[TP]) -> None:
         self._step.drop(partitions)
-        self.committer.lost(partitions)
+        self.inner.lost(partitions)
 
     def commit(self) -> None:
         step = self._step
@@ -517,28 +514,22 @@ class ConcurrentCommits:
             )
             return  # the next poll tries again
         step.mark_ahead()
-        self.committer.commit()
+        self.inner.commit()
         step.forget_rewound()
 
     def send_ahead(self) -> None:
         if not self._step.writing:
-            self.committer.send_ahead()
+            self.inner.send_ahead()
 
     def finish(self, failure: BaseException | None) -> None:
         step = self._step
         step.drop_in_flight()
         step.mark_ahead()
-        self.committer.finish(failure)
+        self.inner.finish(failure)
 
     def recover(self) -> None:
         self._step.drop()
-        self.committer.recover()
-
-    def close(self) -> None:
-        self.committer.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.committer, name)  # the committer's own (phase, commits, ...)
+        self.inner.recover()
 
 
 def _by_key(record: Record) -> Any:

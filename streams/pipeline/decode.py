@@ -1,18 +1,23 @@
 """Reading a source record: the one decode path of the runtime and the test driver.
 
 ``Decode`` turns a record's bytes into the envelope its input topic's source declares;
-the failure policy's attempt calls it for each record.
+the failure policy's attempt calls it for each record. What a topic's records need is
+settled once, at build time: each input topic gets its own decoder function (a source of
+one type, of several types, of any type, a table's), so a record pays for its own
+source's reading and for no question about it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from streams.codec import Codec, DecodeError, peek_type
-from streams.codec.headers import Headers
 from streams.envelope import Envelope, Tombstone
 from streams.pipeline.record import Record
 from streams.topology.nodes import ANY_TYPE, SourceNode
+
+Decoder = Callable[[Record], Envelope]
+"""Reads one record of a topic as the topic's source declares (see ``Decode``)."""
 
 
 class UnexpectedTypeError(DecodeError):
@@ -32,60 +37,96 @@ class Decode:
     metadata never pays for it, and an envelope passed on unchanged is written as it came
     in); its decode errors are the attempt's decode failures all the same."""
 
-    __slots__ = ("_codec", "_reads", "_reads_headers", "_sources")
+    __slots__ = ("_decoders",)
 
     def __init__(self, codec: Codec, sources: Mapping[str, SourceNode]) -> None:
-        self._codec = codec
-        self._sources = dict(sources)
-        # The versions of each source of several types, by type (made once, read per record).
-        self._reads = {topic: s.reads for topic, s in self._sources.items() if s.also}
         # A codec whose values carry all the metadata says so (``reads_headers = False``):
         # then the headers are never asked of the message (see ``Record.headers``).
-        self._reads_headers = getattr(codec, "reads_headers", True)
+        reads_headers = getattr(codec, "reads_headers", True)
+        self._decoders: dict[str, Decoder] = {
+            topic: _decoder(codec, source, reads_headers=reads_headers)
+            for topic, source in sources.items()
+        }
 
     def __call__(self, record: Record) -> Envelope:
-        if record.envelope is not None:  # decoded already (``TimeOrder`` read its time)
-            return record.envelope
-        source = self._sources[record.source_topic]
-        if source.table and record.value is None:  # a table's tombstone: the key deleted
-            key = record.key.decode() if record.key is not None else None
-            deleted = record.envelope = Tombstone(source.type, {}, source.version, key)
-            return deleted
-        headers = record.headers if self._reads_headers else None
-        if source.type == ANY_TYPE:  # a repartition topic: any envelope, as it was written
-            env = record.envelope = self._codec.decode(record.value, headers, lazy=True)
+        env = record.envelope
+        if env is not None:  # decoded already (``TimeOrder`` read its time)
             return env
-        if source.also:
-            return self._one_of(source, self._reads[record.source_topic], record, headers)
-        try:
-            env = self._codec.decode(record.value, headers, version=source.version, lazy=True)
-        except DecodeError:
-            found = peek_type(record.headers)
-            if found is not None and found[0] != source.type:
-                raise UnexpectedTypeError(
-                    f"source {source.name!r} reads {source.type}, "
-                    f"got a record of {found[0]}@{found[1]}"
-                ) from None
-            raise
-        if env.type != source.type:
-            raise UnexpectedTypeError(
-                f"source {source.name!r} reads {source.type}, got a record of {env.type}"
-            )
-        record.envelope = env
+        env = record.envelope = self._decoders[record.source_topic](record)
         return env
 
-    def _one_of(
-        self, source: SourceNode, reads: dict[str, int], record: Record, headers: Headers | None
-    ) -> Envelope:
-        """A record of a source of several types: read as written, then at the reader
-        version of its type when the writer's is another."""
-        env = self._codec.decode(record.value, headers, lazy=True)
+
+def _decoder(codec: Codec, source: SourceNode, *, reads_headers: bool) -> Decoder:
+    """The decoder of ``source``'s topic: chosen here once for all its records."""
+    if source.type == ANY_TYPE:
+        read = _as_written(codec, reads_headers=reads_headers)
+    elif source.also:
+        read = _one_of(codec, source, reads_headers=reads_headers)
+    else:
+        read = _of_type(codec, source, reads_headers=reads_headers)
+    return _or_tombstone(source, read) if source.table else read
+
+
+def _as_written(codec: Codec, *, reads_headers: bool) -> Decoder:
+    """A repartition topic's: any envelope, as it was written."""
+    decode = codec.decode
+
+    def as_written(record: Record) -> Envelope:
+        return decode(record.value, record.headers if reads_headers else None, lazy=True)
+
+    return as_written
+
+
+def _of_type(codec: Codec, source: SourceNode, *, reads_headers: bool) -> Decoder:
+    """A source of one type: read at its reader version, the type checked."""
+    decode, expected, version, name = codec.decode, source.type, source.version, source.name
+
+    def of_type(record: Record) -> Envelope:
+        headers = record.headers if reads_headers else None
+        try:
+            env = decode(record.value, headers, version=version, lazy=True)
+        except DecodeError:
+            found = peek_type(record.headers)
+            if found is not None and found[0] != expected:
+                raise UnexpectedTypeError(
+                    f"source {name!r} reads {expected}, got a record of {found[0]}@{found[1]}"
+                ) from None
+            raise
+        if env.type != expected:
+            raise UnexpectedTypeError(
+                f"source {name!r} reads {expected}, got a record of {env.type}"
+            )
+        return env
+
+    return of_type
+
+
+def _one_of(codec: Codec, source: SourceNode, *, reads_headers: bool) -> Decoder:
+    """A source of several types: read as written, then at the reader version of its
+    type when the writer's is another."""
+    decode, reads, name, label = codec.decode, source.reads, source.name, source.label
+
+    def one_of(record: Record) -> Envelope:
+        headers = record.headers if reads_headers else None
+        env = decode(record.value, headers, lazy=True)
         version = reads.get(env.type)
         if version is None:
-            raise UnexpectedTypeError(
-                f"source {source.name!r} reads {source.label}, got a record of {env.type}"
-            )
+            raise UnexpectedTypeError(f"source {name!r} reads {label}, got a record of {env.type}")
         if env.version != version:
-            env = self._codec.decode(record.value, headers, version=version, lazy=True)
-        record.envelope = env
+            env = decode(record.value, headers, version=version, lazy=True)
         return env
+
+    return one_of
+
+
+def _or_tombstone(source: SourceNode, read: Decoder) -> Decoder:
+    """A table's topic: a record without a value is a tombstone (its key deleted)."""
+    type_, version = source.type, source.version
+
+    def or_tombstone(record: Record) -> Envelope:
+        if record.value is None:
+            key = record.key.decode() if record.key is not None else None
+            return Tombstone(type_, {}, version, key)
+        return read(record)
+
+    return or_tombstone

@@ -38,7 +38,7 @@ class FakeRuntime:
         self.stats.failures = {"dead_lettered_by_topic": {"orders": 3}, "recovered": 1}
         self.health = Health()
         self.state = None
-        self.committer = SimpleNamespace(inner=SimpleNamespace(aborts=2))
+        self.committer = SimpleNamespace(aborts=2)  # read through any wrapper
         self.duplicates = 5
         self.in_flight = 0
         self.held = 0

@@ -5,7 +5,8 @@ outages); here the paths a broker rarely shows on demand: an exactly-once commit
 be aborted rewinds every partition to its committed offset and drops the store changes; a
 retriable commit is retried; a fatal error stops everything after it; a checkpoint
 flushes store changes whose partition has no new record, and leaves out a partition whose
-write failed.
+write failed; recovery after an outage undoes everything since the last commit, whichever
+the committer.
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from streams.cluster import Topics
 from streams.logs import get_logger
+from streams.observability.metrics import RuntimeMetrics
+from streams.pipeline.commit import CommitterWrapper
 from streams.pipeline.errors import DeliveryError
 from streams.pipeline.offsets import Partitions
 from streams.pipeline.produce import OutputSink
 from streams.runtime.commit import (
     CheckpointCommitter,
     CommitContext,
+    OffsetCommitter,
     ProducerFencedError,
     TransactionCommitter,
 )
@@ -72,8 +76,7 @@ class Setup:
             offsets=[TopicPartition("in", p, o) for p, o in committed.items()],
             asynchronous=False,
         )
-        self.producer = Producer(cluster, {"transactional.id": "app-0"} if exactly_once else {})
-        self.producer.calls = []
+        self.producer = self.new_producer(exactly_once)
         self.state = StateManager("app", consumer_config={}, make_consumer=cluster.consumer)
         self.state.add_store("seen", MemoryBackend(), source_topic="in")
         self.partitions = Partitions(self.consumer, auto_offset_reset="earliest", timeout=1)
@@ -84,18 +87,26 @@ class Setup:
             self.consumer,
             Topics(MemoryAdmin(cluster)),
             self.sink,
-            lambda: self.producer,
+            lambda: self.new_producer(exactly_once),  # after an outage
             self.partitions,
             1.0,
             get_logger("test"),
         )
-        self.committer: TransactionCommitter | CheckpointCommitter
+        self.context = context
+        self.committer: TransactionCommitter | CheckpointCommitter | OffsetCommitter
         if exactly_once:
             self.committer = TransactionCommitter(context, self.state, "app-0")
         else:
             self.committer = CheckpointCommitter(context, self.state)
         self.committer.start()
         self.committer.assigned(keys)
+
+    def new_producer(self, exactly_once: bool) -> Producer:
+        self.producer = Producer(
+            self.cluster, {"transactional.id": "app-0"} if exactly_once else {}
+        )
+        self.producer.calls = []
+        return self.producer
 
     def process(self, partition: int, offset: int) -> None:
         """What a record's attempt and the Commit step do: a store write, the position."""
@@ -213,3 +224,44 @@ def test_exactly_once_sends_ahead_into_the_open_transaction() -> None:
     s.committer.send_ahead()
     s.committer.commit()
     assert [r.key for r in s.cluster.records(CHANGELOG)] == [b"id-0"] and s.committed(0) == 1
+
+
+@pytest.mark.parametrize("kind", ["offsets", "checkpoint", "transaction"])
+def test_recovery_after_an_outage_undoes_everything_since_the_last_commit(kind: str) -> None:
+    s = Setup({0: 10, 1: 20}, exactly_once=kind == "transaction")
+    if kind == "offsets":
+        s.committer = OffsetCommitter(s.context)
+    s.process(0, 10)
+    s.committer.commit()
+    s.process(0, 11)
+    s.process(1, 20)
+    s.committer.send_ahead()
+
+    s.committer.recover()
+    positions = s.consumer.position([TopicPartition("in", 0), TopicPartition("in", 1)])
+    assert [(tp.partition, tp.offset) for tp in positions] == [(0, 11), (1, 20)]  # read again
+    rewound = s.partitions.get(("in", 0))
+    assert rewound is not None and rewound.committed == 11 and rewound.position is None
+    if kind != "offsets":  # the store changes since the commit are dropped
+        assert s.store(0).exists("id-10")
+        assert not s.store(0).exists("id-11") and not s.store(1).exists("id-20")
+
+    s.process(0, 11)  # processed again, then committed as if the outage never was
+    s.committer.commit()
+    assert s.committed(0) == 12 and s.committed(1) == 20
+
+
+def test_a_wrapped_committer_is_called_and_read_through_every_wrapper() -> None:
+    # The runtime's committer is wrapped (metrics time it, concurrency wraps that): each
+    # call reaches the transaction, and its abort count reaches the metrics.
+    s = Setup({0: 10}, exactly_once=True)
+    metrics = RuntimeMetrics("app")
+    committer = CommitterWrapper(metrics.timed(s.committer))
+    s.process(0, 10)
+    s.producer.fail_commits(KafkaError(KafkaError.INVALID_TXN_STATE, txn_requires_abort=True))
+    committer.commit()
+    assert committer.aborts == 1
+    timed = metrics.registry.get_sample_value(
+        "streams_commit_seconds_count", {"app_id": "app", "kind": "transaction"}
+    )
+    assert timed == 1

@@ -9,7 +9,8 @@
 - ``transaction.TransactionCommitter``: exactly-once. Outputs, changelog records and
   input offsets commit in one transaction; an aborted one rewinds every partition.
 
-All implement ``streams.pipeline.commit.Committer``; ``make_committer`` picks one.
+All implement ``streams.pipeline.commit.Committer``; ``make_committer`` picks one. What
+they undo after an outage or an abort is the same for all three (``undo``).
 """
 
 from __future__ import annotations

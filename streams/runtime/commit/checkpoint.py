@@ -28,6 +28,7 @@ from confluent_kafka import KafkaException
 
 from streams.cluster import TopicNotFoundError, Topics
 from streams.coordinates import TP
+from streams.pipeline.commit import Committer
 from streams.pipeline.offsets import PartitionOffsets, Partitions
 from streams.runtime.commit.context import CommitContext
 from streams.runtime.commit.positions import (
@@ -38,6 +39,7 @@ from streams.runtime.commit.positions import (
     settle_changelog,
     settle_outputs,
 )
+from streams.runtime.commit.undo import recover_at_least_once
 from streams.runtime.errors import MissingTopicError
 from streams.state import StateError, StateManager
 
@@ -48,14 +50,14 @@ class Phase(Enum):
     STOPPED = "stopped"  # finished: the revoke that closing the consumer causes is a no-op
 
 
-class CheckpointCommitter:
+class CheckpointCommitter(Committer):
     """Implements ``streams.pipeline.commit.Committer`` for at-least-once with stores."""
 
     def __init__(self, ctx: CommitContext, state: StateManager) -> None:
+        self._ctx = ctx
         self._consumer = ctx.consumer
         self._topics = ctx.topics
         self._sink = ctx.sink
-        self._make_producer = ctx.make_producer
         self._partitions = ctx.partitions
         self._state = state
         self._timeout = ctx.timeout
@@ -100,16 +102,7 @@ class CheckpointCommitter:
             self._phase = Phase.STOPPED
 
     def recover(self) -> None:
-        # Settle every queued write first, so none fails after the rewind.
-        self._sink.flush(self._timeout)
-        if self._sink.fatal:
-            self._sink.replace_producer(self._make_producer)
-        self._sink.reset()
-        self._state.abort()
-        self._partitions.rewind_to_committed()
-
-    def close(self) -> None:
-        return None  # the stores close with the instance's state
+        recover_at_least_once(self._ctx, self._state)
 
     def _checkpoint(self, partitions: list[PartitionOffsets]) -> None:
         # The store changes not sent yet go out first, so that one wait settles them with

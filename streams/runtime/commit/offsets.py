@@ -15,56 +15,38 @@ from collections.abc import Sequence
 from confluent_kafka import KafkaError, KafkaException
 
 from streams.coordinates import TP
+from streams.pipeline.commit import Committer
 from streams.pipeline.offsets import PartitionOffsets
 from streams.runtime.commit.context import CommitContext
 from streams.runtime.commit.positions import settle_outputs
+from streams.runtime.commit.undo import recover_at_least_once
 
 
-class OffsetCommitter:
-    """Implements ``streams.pipeline.commit.Committer`` for stateless at-least-once."""
+class OffsetCommitter(Committer):
+    """Implements ``streams.pipeline.commit.Committer`` for stateless at-least-once: nothing
+    to create, restore, send ahead or release (the ``Committer`` defaults)."""
 
     def __init__(self, ctx: CommitContext) -> None:
+        self._ctx = ctx
         self._consumer = ctx.consumer
         self._sink = ctx.sink
-        self._make_producer = ctx.make_producer
         self._partitions = ctx.partitions
         self._timeout = ctx.timeout
         self._log = ctx.log
 
-    def start(self) -> None:
-        return None
-
-    def assigned(self, partitions: Sequence[TP]) -> None:
-        return None  # the consumer resumes at the committed offsets by itself
-
     def revoked(self, partitions: Sequence[TP]) -> None:
         self._final(self._partitions.of(partitions))
-
-    def lost(self, partitions: Sequence[TP]) -> None:
-        return None
 
     def commit(self) -> None:
         if settle_outputs(self._sink, self._timeout, self._log):
             self._sink.raise_errors()
             self._commit(self._partitions.values(), asynchronous=True)
 
-    def send_ahead(self) -> None:
-        return None  # nothing but the offsets to commit
-
     def finish(self, failure: BaseException | None) -> None:
         self._final(self._partitions.values())
 
     def recover(self) -> None:
-        # Settle every write still queued first, so none of them fails after the rewind
-        # (which would start a second recovery for the same outage).
-        self._sink.flush(self._timeout)
-        if self._sink.fatal:
-            self._sink.replace_producer(self._make_producer)
-        self._sink.reset()
-        self._partitions.rewind_to_committed()
-
-    def close(self) -> None:
-        return None
+        recover_at_least_once(self._ctx, None)
 
     def _final(self, partitions: list[PartitionOffsets]) -> None:
         if settle_outputs(self._sink, self._timeout, self._log):

@@ -29,6 +29,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from streams.client_errors import FENCED, transient
 from streams.coordinates import TP
+from streams.pipeline.commit import Committer
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure, unavailable
 from streams.pipeline.produce import Producer
 from streams.runtime.commit.bounded import call_within
@@ -42,6 +43,7 @@ from streams.runtime.commit.positions import (
     settle_changelog,
     settle_outputs,
 )
+from streams.runtime.commit.undo import undo
 from streams.state import StateManager
 
 
@@ -78,12 +80,13 @@ class TxnPhase(Enum):
     STOPPED = "stopped"  # finished: the revoke that closing the consumer causes is a no-op
 
 
-class TransactionCommitter:
+class TransactionCommitter(Committer):
     """Implements ``streams.pipeline.commit.Committer`` for exactly-once."""
 
     def __init__(
         self, ctx: CommitContext, state: StateManager | None, transactional_id: str
     ) -> None:
+        self._ctx = ctx
         self._consumer = ctx.consumer
         self._topics = ctx.topics
         self._sink = ctx.sink
@@ -276,10 +279,7 @@ class TransactionCommitter:
             raise unavailable(exc, "aborting a transaction") from exc
         self.phase = TxnPhase.IDLE
         self.aborts += 1
-        self._sink.reset()  # the aborted outputs are gone: they are produced again
-        if self._state is not None:
-            self._state.abort()
-        rewound = self._partitions.rewind_to_committed(exclude)
+        rewound = undo(self._ctx, self._state, exclude)  # the aborted outputs are gone
         self._log.warning(
             "transaction aborted, partitions rewound to their committed offsets",
             reason=reason,
@@ -320,10 +320,7 @@ class TransactionCommitter:
             raise self._fatal(exc, "initialising transactions") from exc
         self.phase = TxnPhase.IDLE
         self.aborts += 1
-        self._sink.reset()  # the undone outputs are produced again
-        if self._state is not None:
-            self._state.abort()
-        self._partitions.rewind_to_committed()
+        undo(self._ctx, self._state)
         self._begin()
 
     # -- failures ---------------------------------------------------------------------------

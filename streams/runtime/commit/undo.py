@@ -1,0 +1,36 @@
+"""Undoing the work since the last commit: after an outage (``Committer.recover``) and
+after an aborted transaction.
+
+Shared by the three committers: what they undo is the same (the writes, the store
+changes, the partitions' positions); only the producer's fate differs (at-least-once keeps
+it unless it is broken, exactly-once always starts a new one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from streams.coordinates import TP
+from streams.runtime.commit.context import CommitContext
+from streams.state import StateManager
+
+
+def undo(ctx: CommitContext, state: StateManager | None, exclude: Iterable[TP] = ()) -> list[TP]:
+    """Forget the writes not acknowledged (their records are processed again and write
+    them again), drop the store changes not committed, and rewind every partition but
+    ``exclude`` (lost ones) to its committed offset. Returns the partitions rewound."""
+    ctx.sink.reset()
+    if state is not None:
+        state.abort()
+    return ctx.partitions.rewind_to_committed(exclude)
+
+
+def recover_at_least_once(ctx: CommitContext, state: StateManager | None) -> None:
+    """``recover`` without a transaction: every queued write settled first, so none of
+    them fails after the rewind (which would start a second recovery for the same outage);
+    a producer left in a fatal state replaced; then ``undo``."""
+    sink = ctx.sink
+    sink.flush(ctx.timeout)
+    if sink.fatal:
+        sink.replace_producer(ctx.make_producer)
+    undo(ctx, state)
