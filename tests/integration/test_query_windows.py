@@ -5,11 +5,10 @@ each customer's windows, bounded by window start."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
+
+from test_projections import streams
 
 from streams.cluster import Cluster
 from streams.envelope import Envelope
@@ -19,19 +18,7 @@ from streams.testing import KafkaIO, TopicFactory, TopologyProcess, wait_until
 from streams.topology import load_topology
 
 REVENUE = example_path("revenue")
-ROOT = Path(__file__).resolve().parents[2]
 MINUTE = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)  # every order in one minute: none closes
-
-
-def streams(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args, "-b", bootstrap],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
 
 
 def order(customer: str, n: int, cents: int) -> Envelope:
