@@ -19,8 +19,10 @@ partition, or holds it only while it moves; ``UnknownTableError`` for a name tha
 table; ``QueryError`` for window bounds on a table without windows.
 
 Thread-safety: called from any thread (the query port's server threads). Reads are single
-dictionary lookups and RocksDB gets, which the runtime's thread never leaves half done;
-a partition closed mid-read (a rebalance) is ``NotHereError``.
+dictionary lookups and RocksDB gets, which the runtime's thread never leaves half done (a
+key's windows are a few gets: a window closing between two is missing or shown, as one
+read before or after its close would show it); a partition closed mid-read (a rebalance)
+is ``NotHereError``.
 """
 
 from __future__ import annotations
