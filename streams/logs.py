@@ -5,6 +5,11 @@ terminal. The level comes from the argument, else ``STREAMS_LOG_LEVEL``, else IN
 ``STREAMS_LOG_JSON=1`` forces JSON. Lines of stdlib loggers (a user's, librdkafka's
 through ``KafkaLog``) go through the same processors and renderer as structlog's own.
 
+Until a process configures logging (``configure_logging``, or structlog itself), Streams'
+lines go to stdlib ``logging`` and its level decides, as a library's should: a test suite
+or a script shows warnings and errors only unless it asks for more (pytest's
+``--log-level``), where structlog's defaults would print every line, DEBUG included.
+
 Record context: a line logged while a record is in hand (by Streams, or by a user step
 inside ``map``, with structlog or stdlib ``logging``) carries the record's coordinates
 (``topic``, ``partition``, ``offset``: where it was read) and, once its envelope is
@@ -136,6 +141,24 @@ def configure_logging(
     root.addHandler(handler)
     root.setLevel(numeric)
 
+
+def _stdlib_until_configured() -> None:
+    """Route structlog into stdlib ``logging`` unless the process configured it already
+    (see the module docstring); ``configure_logging`` and a user's configuration win."""
+    if not structlog.is_configured():
+        structlog.configure(
+            processors=[
+                structlog.stdlib.filter_by_level,  # a line below the level costs nothing
+                structlog.stdlib.add_log_level,
+                structlog.dev.ConsoleRenderer(colors=False),
+            ],
+            logger_factory=structlog.stdlib.LoggerFactory(),
+            wrapper_class=structlog.stdlib.BoundLogger,
+            cache_logger_on_first_use=False,
+        )
+
+
+_stdlib_until_configured()
 
 Logger = structlog.stdlib.BoundLogger
 """What ``get_logger`` returns: a structlog logger with the stdlib's levels."""

@@ -2,12 +2,15 @@
 
 Asks the instances of APP that serve a query port (``streams run --query-port``) for
 ``/stores/TABLE/KEY``, on the instance that owns the key's partition
-(``streams.patterns.queries``), and prints the value as JSON.
+(``streams.patterns.queries``), and prints the value as JSON. A windowed table: the key's
+open windows, a line each (start, end, value), those starting between ``--from`` and
+``--to``.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import typer
@@ -25,6 +28,31 @@ from streams.cluster import Cluster
 from streams.config import client_settings
 from streams.patterns.projections import current_app
 from streams.patterns.queries import query
+from streams.timespec import TimeSpecError, parse_instant_or_ago
+
+
+def _instant(text: str) -> datetime:
+    try:
+        return parse_instant_or_ago(text)
+    except TimeSpecError as exc:  # typer names the option
+        raise typer.BadParameter(str(exc)) from None
+
+
+FromOpt = typer.Option(
+    None,
+    "--from",
+    metavar="TIME",
+    parser=_instant,
+    help="A windowed table: windows starting at or after, a time with a zone "
+    "(2026-11-30T10:00:00Z, @EPOCH_MS) or a duration ago (30m, 2h, PT2H).",
+)
+ToOpt = typer.Option(
+    None,
+    "--to",
+    metavar="TIME",
+    parser=_instant,
+    help="A windowed table: windows starting at or before, a time or a duration ago.",
+)
 
 
 def query_command(  # noqa: PLR0917 - a command's options
@@ -33,6 +61,8 @@ def query_command(  # noqa: PLR0917 - a command's options
     ),
     table: str = typer.Argument(..., metavar="TABLE", help="The table: its step's name."),
     key: str = typer.Argument(..., metavar="KEY", help="The record key to look up."),
+    start_from: datetime | None = FromOpt,
+    start_to: datetime | None = ToOpt,
     bootstrap: str = BootstrapOpt,
     config_file: Path | None = ConfigFileOpt,
     client: list[str] = SettingOpt,
@@ -40,10 +70,22 @@ def query_command(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Print the value of KEY in TABLE of the running app APP, asked of the instance that
-    owns the key; exit 1 when the key has none."""
+    owns the key (a windowed table: its windows, a line each); exit 1 when the key has
+    none."""
     cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     app_id = current_app(cluster, app)
-    value = query(cluster, app_id, table, key, timeout=timeout)
+    bounds = {"start_from": start_from, "start_to": start_to}
+    value = query(cluster, app_id, table, key, timeout=timeout, **bounds)
+    if isinstance(value, list):  # a windowed table's windows (values are never lists)
+        if not value:
+            fail(f"{table} of {app_id} has no window for {key!r}")
+        if as_json:
+            print_json({"app_id": app_id, "table": table, "key": key, "windows": value})
+            return
+        for window in value:
+            shown = json.dumps(window["value"], ensure_ascii=False)
+            typer.echo(f"{window['start']}  {window['end']}  {shown}")
+        return
     if value is None:
         fail(f"{table} of {app_id} has no value for {key!r}")
     if as_json:

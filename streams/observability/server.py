@@ -10,8 +10,8 @@ it consumes anything); ``start()`` serves from a daemon thread until ``stop()``:
 - ``/readyz``: 200 ``ready`` when ``health.unready()`` is empty, else 503 with the
   reasons, one a line (``streams.observability.health``).
 - ``/stores/<table>/<key>`` (with ``query``): the value of ``key`` in ``table`` as JSON,
-  ``query(table, key)``'s status and body (``streams.runtime.query``); ``<key>`` is
-  URL-quoted.
+  ``query(table, key, params)``'s status and body (``streams.runtime.query``); ``<key>``
+  is URL-quoted; ``?from=&to=`` (``params``) bound a windowed table's window starts.
 
 ``load_metrics`` imports the metrics module, which needs ``prometheus_client`` (the extra
 ``metrics``): without it, one ``InstanceServerError`` saying what to install.
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import ModuleType
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote
 
 from streams.errors import StreamsError
 from streams.observability.health import Health
@@ -35,8 +35,9 @@ INSTALL = "pip install 'streams[metrics]'"
 Exposition = Callable[[], tuple[bytes, str]]
 """Returns the body of a scrape and its content type."""
 
-Query = Callable[[str, str], tuple[int, Any]]
-"""``query(table, key)``: the HTTP status and the JSON body of the answer."""
+Query = Callable[[str, str, dict[str, str]], tuple[int, Any]]
+"""``query(table, key, params)``: the HTTP status and the JSON body of the answer; ``params``
+are the query string's (the last of a name given twice)."""
 
 STORES = "/stores/"
 
@@ -131,7 +132,7 @@ def _handler(
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
+            path, _, params = self.path.partition("?")
             if path == "/metrics" and exposition is not None:
                 try:
                     body, content_type = exposition()
@@ -148,7 +149,7 @@ def _handler(
             elif path.startswith(STORES) and query is not None and path.count("/") == 3:
                 table, _, key = path.removeprefix(STORES).partition("/")
                 try:
-                    status, answer = query(unquote(table), unquote(key))
+                    status, answer = query(unquote(table), unquote(key), dict(parse_qsl(params)))
                 except Exception as exc:  # a failed read is an answer, not a traceback
                     status, answer = 500, {"error": f"{type(exc).__name__}: {exc}"}
                 body = json.dumps(answer, ensure_ascii=False).encode()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Protocol
 
 from streams.cluster import admin_client
@@ -64,8 +65,16 @@ class Instance(Protocol):
     def close(self, failure: BaseException | None = None) -> None:
         """Finish what is done and leave the group; ``failure``: what stopped it."""
 
-    def query(self, table: str, key: str) -> Any | None:
-        """The value of ``key`` in ``table`` (``streams.runtime.query``)."""
+    def query(
+        self,
+        table: str,
+        key: str,
+        *,
+        start_from: datetime | None = None,
+        start_to: datetime | None = None,
+    ) -> Any | None:
+        """The value of ``key`` in ``table``; a windowed table's windows of it
+        (``streams.runtime.query``)."""
 
 
 def run_instance(

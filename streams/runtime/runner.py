@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -209,14 +210,25 @@ class Runtime:
         ``run`` returns."""
         return _bound_port(self._servers[1])
 
-    def query(self, table: str, key: str) -> Any | None:
-        """The value of ``key`` in ``table`` (an aggregation without windows, or a table
-        topic materialised), or None when it has none; ``NotHereError`` when another
-        instance owns the key (``streams.runtime.query``). Any thread may call it."""
-        return self._tables.get(table, key)
+    def query(
+        self,
+        table: str,
+        key: str,
+        *,
+        start_from: datetime | None = None,
+        start_to: datetime | None = None,
+    ) -> Any | None:
+        """The value of ``key`` in ``table`` (an aggregation, or a table topic
+        materialised), or None when it has none; ``NotHereError`` when another instance
+        owns the key (``streams.runtime.query``). Any thread may call it.
 
-    def _answer(self, table: str, key: str) -> tuple[int, dict[str, Any]]:
-        return self._tables.answer(table, key)
+        A windowed table answers ``key``'s open windows, oldest start first, as a list of
+        ``(Window, value)`` (empty: none), those starting between ``start_from`` and
+        ``start_to`` (both included) when given."""
+        return self._tables.get(table, key, start_from=start_from, start_to=start_to)
+
+    def _answer(self, table: str, key: str, params: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        return self._tables.answer(table, key, params)
 
     def start(self) -> None:
         """Before the first turn: create the retry tiers and DLQs, prepare commits (changelog

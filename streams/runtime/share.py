@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Protocol
 
 from confluent_kafka import AcknowledgeType, KafkaError
@@ -114,7 +115,14 @@ class ShareRuntime:
         """The compiled topology the chain runs."""
         return self._attempt.plan
 
-    def query(self, table: str, key: str) -> Any:
+    def query(
+        self,
+        table: str,
+        key: str,
+        *,
+        start_from: datetime | None = None,
+        start_to: datetime | None = None,
+    ) -> Any:
         """Tables are kept by key, which a share group's worker has none of."""
         raise UnknownTableError(f"{self.topology.app_id} runs on a share group: no table {table!r}")
 

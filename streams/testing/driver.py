@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from streams.codec import Codec
@@ -318,10 +319,19 @@ class TestDriver:
             found.update(read_table(part, spec, payloads))
         return found
 
-    def query(self, table: str, key: str) -> Any | None:
+    def query(
+        self,
+        table: str,
+        key: str,
+        *,
+        start_from: datetime | None = None,
+        start_to: datetime | None = None,
+    ) -> Any | None:
         """The value of ``key`` in ``table``, read as ``Runtime.query`` reads it (what
-        ``streams query`` and the query port answer); None when it has none."""
-        return self._runtime.query(table, key)
+        ``streams query`` and the query port answer); None when it has none. A windowed
+        table: ``key``'s open windows as ``(Window, value)`` pairs, oldest start first,
+        those starting between ``start_from`` and ``start_to`` (both included)."""
+        return self._runtime.query(table, key, start_from=start_from, start_to=start_to)
 
     @property
     def duplicates(self) -> int:

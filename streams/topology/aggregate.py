@@ -36,7 +36,7 @@ from streams.topology.errors import TopologyError
 from streams.topology.joins import Lookup
 from streams.topology.nodes import StepKind, StepNode
 from streams.topology.policy import StepFailed, dead_letter
-from streams.topology.sliding import build_sliding, read_sliding
+from streams.topology.sliding import build_sliding, read_sliding, sliding_key
 from streams.topology.store_layout import (
     OPEN_WINDOWS,
     RESERVED,
@@ -359,24 +359,50 @@ def read_table(
     part: ChangelogPartition, spec: AggregateSpec | Lookup, payloads: Payloads | None
 ) -> dict[Any, Any]:
     """The values of one store partition of a table: by key, or with windows by
-    ``(key, Window)``."""
+    ``(key, Window)`` (each key's as ``read_windows`` reads them)."""
     _, decode = value_codec(spec.type, spec.version, payloads)
-    out: dict[Any, Any] = {}
     windows = spec.windows if isinstance(spec, AggregateSpec) else None
+    if windows is None:
+        return {raw_key.decode(): decode(entry.value) for raw_key, entry in part.items()}
+    assert isinstance(spec, AggregateSpec)  # only aggregations have windows
+    keys = {_record_key(raw_key, windows) for raw_key, _ in part.items() if raw_key not in RESERVED}
+    reads = part.transaction()
+    return {
+        (key, window): value
+        for key in sorted(k for k in keys if k is not None)
+        for window, value in read_windows(reads, spec, decode, key)
+    }
+
+
+def read_windows(
+    reads: Any, spec: AggregateSpec, decode: Callable[[bytes], Any], key: str
+) -> list[tuple[Window, Any]]:
+    """The open windows of ``key`` and their values in one store partition of a windowed
+    aggregation (``reads``: what ``get``s its entries, e.g. its transaction), oldest start
+    first; closed windows are gone. A few gets, never a scan: the open windows' starts,
+    then the key's entry in each (tumbling, hopping), or the key's one entry (sessions,
+    sliding)."""
+    windows, raw_key = spec.windows, key.encode()
     if isinstance(windows, Sliding):
-        merge = spec.merge if isinstance(spec, AggregateSpec) else None
+        merge = spec.merge
         assert merge is not None  # sliding aggregations have one (builder)
-        return dict(read_sliding(part, windows, lambda values: _merged(values, decode, merge)))
-    for raw_key, entry in part.items():
-        if windows is None:
-            out[raw_key.decode()] = decode(entry.value)
-        elif raw_key in RESERVED:
-            continue
-        elif isinstance(windows, Sessions):
-            key = record_key(raw_key)
-            for start, end, raw in unpack_triples(entry.value):
-                out[key, Window(start, end)] = decode(raw)
-        else:
-            key, start = split_window_key(raw_key)
-            out[key, Window(start, start + windows.size_ms)] = decode(entry.value)
-    return out
+        return read_sliding(reads, windows, lambda values: _merged(values, decode, merge), key)
+    if isinstance(windows, Sessions):
+        sessions = unpack_triples(reads.get(key_prefix(raw_key)))
+        return [(Window(start, end), decode(raw)) for start, end, raw in sessions]
+    assert windows is not None  # a windowed aggregation
+    found = []
+    for start in unpack_starts(reads.get(OPEN_WINDOWS)):
+        raw = reads.get(window_key(start, raw_key))
+        if raw is not None:
+            found.append((Window(start, start + windows.size_ms), decode(raw)))
+    return found
+
+
+def _record_key(raw: bytes, windows: AnyWindows) -> str | None:
+    """The record key of a windowed store's entry (None: an entry of no key)."""
+    if isinstance(windows, Sliding):
+        return sliding_key(raw)
+    if isinstance(windows, Sessions):
+        return record_key(raw)
+    return split_window_key(raw)[0]

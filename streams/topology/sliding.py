@@ -40,7 +40,6 @@ from streams.topology.store_layout import (
 from streams.topology.windows import Sliding, Update, Window
 
 if TYPE_CHECKING:
-    from streams.state.store import ChangelogPartition
     from streams.topology.aggregate import _Aggregation
     from streams.topology.plan import Run
 
@@ -146,19 +145,20 @@ def build_sliding(agg: _Aggregation, spec: Sliding) -> Run:
     return sliding_step
 
 
+def sliding_key(raw: bytes) -> str | None:
+    """The record key of a sliding store's entry (None: an entry of no key)."""
+    return record_key(raw[1:]) if raw.startswith(_KEYS) else None
+
+
 def read_sliding(
-    part: ChangelogPartition, spec: Sliding, merge: Callable[[list[bytes]], Any]
-) -> dict[tuple[str, Window], Any]:
-    """The open windows of one store partition, by (key, window)."""
-    entries = {key: entry.value for key, entry in part.items()}
-    stream_time = read_stream_time(entries)  # a mapping reads as a transaction does
-    out: dict[tuple[str, Window], Any] = {}
-    for skey, raw in entries.items():
-        if not skey.startswith(_KEYS):
-            continue
-        closed, records = _read(raw)
-        key = record_key(skey[1:])
-        for end in sorted({t for t, _, _ in records if t > closed}):
-            if stream_time is None or end + spec.grace_ms >= stream_time:
-                out[key, spec.window_of(end)] = merge(_inside(records, end, spec.size_ms))
-    return out
+    reads: Any, spec: Sliding, merge: Callable[[list[bytes]], Any], key: str
+) -> list[tuple[Window, Any]]:
+    """The open windows of ``key`` in one store partition (``reads``: what ``get``s its
+    entries), oldest first."""
+    stream_time = read_stream_time(reads)
+    closed, records = _read(reads.get(_KEYS + key_prefix(key.encode())))
+    return [
+        (spec.window_of(end), merge(_inside(records, end, spec.size_ms)))
+        for end in sorted({t for t, _, _ in records if t > closed})
+        if stream_time is None or end + spec.grace_ms >= stream_time
+    ]

@@ -29,6 +29,7 @@ EXAMPLES = [
     "digest",
     "enrich",
     "labels",
+    "largest",
     "lookup",
     "mirror",
     "orders",
@@ -69,7 +70,7 @@ def test_every_example_loads_as_a_topology_from_any_directory(
 def test_an_unknown_example_is_refused_with_the_names_there_are(name: str) -> None:
     with pytest.raises(
         LookupError,
-        match="examples: accounts, dedup, digest, enrich, faust_shipping, labels, lookup, mirror",
+        match="examples: accounts, dedup, digest, enrich, faust_shipping, labels, largest, lookup",
     ):
         example_path(name)
 

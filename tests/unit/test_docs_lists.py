@@ -1,0 +1,27 @@
+"""The docs list what there is: every extra of ``pyproject.toml`` in the install table of
+the getting-started page, every example topology in the topologies guide."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from streams.examples import example_names
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _first_column(page: str) -> set[str]:
+    """The backquoted names in the first column of a page's tables."""
+    return set(re.findall(r"^\| `([\w.]+)` \|", (ROOT / "docs" / page).read_text(), re.M))
+
+
+def test_the_install_table_lists_every_extra() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert set(extras["optional-dependencies"]) <= _first_column("getting-started.md")
+
+
+def test_the_topologies_guide_lists_every_example() -> None:
+    listed = _first_column("guides/topologies.md")
+    assert {f"{name}.py" for name in example_names()} <= listed
