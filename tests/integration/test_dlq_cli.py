@@ -178,8 +178,8 @@ def dlq(kafka_bootstrap: str, kafka_admin: Any, make_topic: TopicFactory, tmp_pa
         assert key is not None
         originals[key] = message
         record = FailedRecord.from_message(message)
-        assert record.position.topic == source
-        assert (record.position.partition, record.position.offset) == (
+        assert record.coordinates.topic == source
+        assert (record.coordinates.partition, record.coordinates.offset) == (
             message.partition(),
             message.offset(),
         )
@@ -200,7 +200,7 @@ def dlq(kafka_bootstrap: str, kafka_admin: Any, make_topic: TopicFactory, tmp_pa
             continue
         route = router.route(record, failure, step="price")
         while not route.dead_letter:  # what the retry tiers would do: fail again each time
-            record = FailedRecord(route.key, route.value, route.headers, record.position)
+            record = FailedRecord(route.key, route.value, route.headers, record.coordinates)
             route = router.route(record, failure, step="price")
         dead.append((route.key or b"", route.value or b"", route.headers))
     produce(kafka_bootstrap, topics.dlq, dead)
