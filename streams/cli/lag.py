@@ -26,6 +26,7 @@ from streams.cli._common import (
     console,
     err_console,
     human_duration,
+    option,
     print_json,
 )
 from streams.cluster import Cluster
@@ -33,7 +34,7 @@ from streams.config import client_settings
 from streams.replay.lag import TopicLag, lag, over_threshold
 
 THRESHOLD_EXIT = 3
-GroupsOpt = typer.Option([], "--group", "-g", metavar="GROUP", help="Only this group (repeatable).")
+GroupsOpt = option([], "--group", metavar="GROUP", help="Only this group (repeatable).")
 
 
 def _table(rows: list[TopicLag], threshold: int | None) -> Table:
@@ -58,7 +59,7 @@ def _age(seconds: float | None) -> str:
 
 def lag_command(  # noqa: PLR0917 - a command's options
     groups: list[str] = GroupsOpt,
-    watch: bool = typer.Option(False, "--watch", "-w", help="Refresh until Ctrl-C."),
+    watch: bool = option(False, "--watch", help="Refresh until Ctrl-C."),
     interval: float = typer.Option(
         2.0, "--interval", min=0.2, metavar="SECONDS", help="Seconds between refreshes."
     ),

@@ -18,6 +18,9 @@ from streams.cli._common import (
     SettingOpt,
     TimeoutOpt,
     console,
+    execute_option,
+    option,
+    parse_flag,
     print_json,
 )
 from streams.cli.replay import POSITIONS_HELP
@@ -38,10 +41,8 @@ from streams.replay.errors import ReplayError
 
 app = typer.Typer(help="Show and reset consumer-group offsets.", no_args_is_help=True)
 
-GroupOpt = typer.Option(..., "--group", "-g", metavar="GROUP", help="Consumer group.")
-TopicsOpt = typer.Option(
-    [], "--topic", "-t", metavar="TOPIC", help="Topic, or topic:0,2 (repeatable)."
-)
+GroupOpt = option(..., "--group", metavar="GROUP", help="Consumer group.")
+TopicsOpt = option([], "--topic", metavar="TOPIC", help="Topic, or topic:0,2 (repeatable).")
 ExportOpt = typer.Option(
     None,
     "--export",
@@ -113,7 +114,7 @@ def reset(  # noqa: PLR0917 - a command's options
         help="The position as an option (handy for shifts: --to -100).",
     ),
     topics: list[str] = TopicsOpt,
-    execute: bool = typer.Option(False, "--execute", help="Apply the plan (default: dry run)."),
+    execute: bool = execute_option("Apply the plan"),
     export: Path | None = ExportOpt,
     from_file: Path | None = FromFileOpt,
     new_group: bool = typer.Option(
@@ -140,8 +141,8 @@ def reset(  # noqa: PLR0917 - a command's options
         plan = plan_reset(
             cluster,
             group,
-            [parse_topic_selection(t) for t in topics],
-            parse_position_spec(position),
+            [parse_flag("--topic", parse_topic_selection, t) for t in topics],
+            parse_flag("--to" if to is not None else "POSITION", parse_position_spec, position),
             allow_new=new_group,
         )
     if export is not None:

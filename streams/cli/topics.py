@@ -6,7 +6,6 @@ A thin layer over ``streams.tools.topics``. ``delete`` asks on a terminal unless
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -19,7 +18,8 @@ from streams.cli._common import (
     SettingOpt,
     TimeoutOpt,
     console,
-    fail,
+    execute_option,
+    option,
     print_json,
     replication_option,
 )
@@ -49,7 +49,7 @@ def _cluster(bootstrap: str, timeout: float, config_file: Path | None, x: list[s
 @app.command("list")
 def list_command(  # noqa: PLR0917 - a command's options
     include_internal: bool = typer.Option(
-        False, "--all", "-a", help="Include Kafka's internal topics (__consumer_offsets, ...)."
+        False, "--all", help="Include Kafka's internal topics (__consumer_offsets, ...)."
     ),
     bootstrap: str = BootstrapOpt,
     config_file: Path | None = ConfigFileOpt,
@@ -118,7 +118,7 @@ def describe_command(  # noqa: PLR0917 - a command's options
 @app.command("create")
 def create_command(  # noqa: PLR0917 - a command's options
     topic: str = TopicArg,
-    partitions: int = typer.Option(1, "--partitions", "-p", min=1, help="Number of partitions."),
+    partitions: int = option(1, "--partitions", min=1, help="Number of partitions."),
     replication_factor: int = replication_option(
         "Replicas of each partition (default -1: the cluster's default.replication.factor)."
     ),
@@ -156,7 +156,7 @@ def create_command(  # noqa: PLR0917 - a command's options
 @app.command("delete")
 def delete_command(  # noqa: PLR0917 - a command's options
     topics: list[str] = TopicsArg,
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    execute: bool = execute_option("Delete them", "--yes"),
     if_exists: bool = typer.Option(
         False, "--if-exists", help="Skip topics that do not exist instead of failing."
     ),
@@ -166,33 +166,23 @@ def delete_command(  # noqa: PLR0917 - a command's options
     timeout: float = TimeoutOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Delete topics with all their records.
+    """Delete topics with all their records (a dry run unless --execute).
 
-    Asks first on a terminal unless --yes; without a terminal (a script, a pipe) --yes is
-    required. A topic that does not exist is an error (nothing is deleted) unless
-    --if-exists.
+    A topic that does not exist is an error (nothing is deleted) unless --if-exists.
     """
     cluster = _cluster(bootstrap, timeout, config_file, client)
-    if not yes:
-        _confirm(cluster, topics, if_exists=if_exists)
-    deleted = tools.delete(cluster, topics, if_exists=if_exists)
+    if execute:
+        deleted = tools.delete(cluster, topics, if_exists=if_exists)
+    else:
+        deleted = tools.deletable(cluster, topics, if_exists=if_exists)
     if as_json:
-        print_json({"deleted": deleted})
-    elif deleted:
+        print_json({"deleted": deleted, "executed": execute})
+    elif not deleted:
+        console.print("nothing to delete")
+    elif execute:
         console.print(f"deleted {', '.join(deleted)}")
     else:
-        console.print("nothing to delete")
-
-
-def _confirm(cluster: Cluster, topics: list[str], *, if_exists: bool) -> None:
-    """Ask on the terminal before deleting; exit 1 when there is none, or on "no"."""
-    if not sys.stdin.isatty():
-        fail("refusing to delete topics without confirmation: no terminal to ask; pass --yes")
-    missing = set(tools.missing_topics(cluster, topics))
-    if missing and not if_exists:
-        return  # nothing is deleted: tools.delete says which topics do not exist
-    doomed = [t for t in dict.fromkeys(topics) if t not in missing]
-    if doomed and not typer.confirm(
-        f"Delete {', '.join(doomed)} and every record in them?", default=False
-    ):
-        fail("not confirmed; nothing was deleted")
+        console.print(
+            f"dry run: would delete {', '.join(deleted)} and every record in them; "
+            "pass --execute to delete"
+        )
