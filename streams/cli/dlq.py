@@ -16,7 +16,6 @@ from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -34,6 +33,7 @@ from streams.cli._common import (
     styled,
     use_schemas,
 )
+from streams.cli._tables import Records
 from streams.cluster import Cluster
 from streams.config import client_settings
 from streams.dlq import (
@@ -194,9 +194,7 @@ def list_(
     for title, counts in (("error type", summary.by_error), ("source topic", summary.by_source)):
         if not counts:
             continue
-        table = Table(title=None)
-        table.add_column(title)
-        table.add_column("records", justify="right")
+        table = Records(title, "records", ids=[title], right=["records"])
         for name, count in counts.items():
             table.add_row(name, str(count))
         console.print(table)
@@ -380,9 +378,7 @@ def replay(
         )
         return
     if plan.items:
-        table = Table(title=None)
-        for column in ("dlq record", "key", "event id", "error", "to"):
-            table.add_column(column)
+        table = Records("dlq record", "key", "event id", "error", "to", ids=["dlq record", "to"])
         for row in _plan_json(plan):
             where = row["to"] if row["partition"] is None else f"{row['to']}[{row['partition']}]"
             table.add_row(row["ref"], row["key"], row["event_id"], row["error"], where)

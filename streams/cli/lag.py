@@ -15,7 +15,6 @@ from pathlib import Path
 
 import typer
 from rich.live import Live
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -29,6 +28,7 @@ from streams.cli._common import (
     option,
     print_json,
 )
+from streams.cli._tables import Records
 from streams.cluster import Cluster
 from streams.config import client_settings
 from streams.replay.lag import TopicLag, lag, over_threshold
@@ -37,11 +37,15 @@ THRESHOLD_EXIT = 3
 GroupsOpt = option([], "--group", metavar="GROUP", help="Only this group (repeatable).")
 
 
-def _table(rows: list[TopicLag], threshold: int | None) -> Table:
-    table = Table(title=f"consumer lag ({time.strftime('%H:%M:%S')})")
+def _table(rows: list[TopicLag], threshold: int | None) -> Records:
     columns = ("group", "topic", "state", "members", "partitions", "lag", "max/partition")
-    for col in (*columns, "time lag"):
-        table.add_column(col, justify="left" if col in {"group", "topic", "state"} else "right")
+    table = Records(
+        *columns,
+        "time lag",
+        ids=["group", "topic"],
+        right=[*columns[3:], "time lag"],
+        title=f"consumer lag ({time.strftime('%H:%M:%S')})",
+    )
     for r in rows:
         style = "bold red" if threshold is not None and r.lag > threshold else None
         table.add_row(

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -23,6 +22,7 @@ from streams.cli._common import (
     parse_flag,
     print_json,
 )
+from streams.cli._tables import Records
 from streams.cli.replay import POSITIONS_HELP
 from streams.cluster import Cluster
 from streams.config import client_settings
@@ -74,9 +74,11 @@ def show(  # noqa: PLR0917 - a command's options
     if as_json:
         print_json(offsets.as_dict())
         return
-    table = Table(title=f"group {group} ({offsets.state}, {len(offsets.members)} members)")
-    for col in ("topic", "partition", "committed", "log end", "lag", "member"):
-        table.add_column(col, justify="right" if col not in {"topic", "member"} else "left")
+    table = Records(
+        "topic", "partition", "committed", "log end", "lag", "member",
+        ids=["topic", "partition"], right=["partition", "committed", "log end", "lag"],
+        title=f"group {group} ({offsets.state}, {len(offsets.members)} members)",
+    )  # fmt: skip
     for p in offsets.partitions:
         table.add_row(
             p.topic, str(p.partition), _dash(p.committed), _dash(p.log_end), _dash(p.lag),
@@ -90,9 +92,9 @@ def show(  # noqa: PLR0917 - a command's options
 
 
 def _print_plan(plan: ResetPlan) -> None:
-    table = Table(title=f"reset plan for group {plan.group}")
-    for col in ("topic", "partition", "current", "new", "log start", "log end"):
-        table.add_column(col, justify="left" if col == "topic" else "right")
+    columns = ("topic", "partition", "current", "new", "log start", "log end")
+    table = Records(*columns, ids=columns[:2], right=columns[1:],
+                    title=f"reset plan for group {plan.group}")  # fmt: skip
     for c in plan.changes:
         table.add_row(
             c.topic, str(c.partition), _dash(c.current), f"{c.new:,}", f"{c.log_start:,}",

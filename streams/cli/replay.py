@@ -20,7 +20,6 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -36,6 +35,7 @@ from streams.cli._common import (
     print_json,
     use_schemas,
 )
+from streams.cli._tables import Records
 from streams.cli.describe import parse_params
 from streams.cluster import Cluster
 from streams.config import client_settings
@@ -87,13 +87,12 @@ ABSOLUTE_POSITIONS_HELP = (
 POSITIONS_HELP = f"{ABSOLUTE_POSITIONS_HELP}; +N/-N: from --group's commit"
 
 
-def _plan_table(plan: ReplayPlan, result: ReplayResult | None, dry_run: bool) -> Table:
-    table = Table(title=f"replay {plan.topic} from {plan.start} to {plan.end or 'latest'}")
-    for col in ("partition", "start", "end", "offsets"):
-        table.add_column(col, justify="right")
+def _plan_table(plan: ReplayPlan, result: ReplayResult | None, dry_run: bool) -> Records:
+    columns = ["partition", "start", "end", "offsets"]
     if result is not None:
-        table.add_column("read", justify="right")
-        table.add_column("would copy" if dry_run else "copied", justify="right")
+        columns += ["read", "would copy" if dry_run else "copied"]
+    title = f"replay {plan.topic} from {plan.start} to {plan.end or 'latest'}"
+    table = Records(*columns, ids=["partition"], right=columns, title=title)
     counts = {p.partition: p for p in result.partitions} if result else {}
     for r in plan.ranges:
         row = [str(r.partition), str(r.start), str(r.end), f"{r.size:,}"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -23,6 +22,7 @@ from streams.cli._common import (
     print_json,
     replication_option,
 )
+from streams.cli._tables import Records
 from streams.cluster import Cluster
 from streams.config import client_settings
 from streams.tools import topics as tools
@@ -64,10 +64,8 @@ def list_command(  # noqa: PLR0917 - a command's options
     if as_json:
         print_json([r.as_dict() for r in rows])
         return
-    table = Table(title=f"{len(rows)} topics")
-    table.add_column("topic")
-    table.add_column("partitions", justify="right")
-    table.add_column("replication", justify="right")
+    table = Records("topic", "partitions", "replication", ids=["topic"],
+                    right=["partitions", "replication"], title=f"{len(rows)} topics")  # fmt: skip
     for r in rows:
         table.add_row(r.name, str(r.partitions), str(r.replication_factor))
     console.print(table)
@@ -92,12 +90,14 @@ def describe_command(  # noqa: PLR0917 - a command's options
     if as_json:
         print_json(info.as_dict())
         return
-    table = Table(
+    columns = ("partition", "leader", "replicas", "isr", "start", "end", "records")
+    table = Records(
+        *columns,
+        ids=["partition"],
+        right=columns,
         title=f"{info.name}: {len(info.partitions)} partitions, replication factor "
-        f"{info.replication_factor}, {info.records:,} records"
+        f"{info.replication_factor}, {info.records:,} records",
     )
-    for col in ("partition", "leader", "replicas", "isr", "start", "end", "records"):
-        table.add_column(col, justify="right")
     for p in info.partitions:
         table.add_row(
             str(p.partition), str(p.leader), ",".join(map(str, p.replicas)),
@@ -107,9 +107,9 @@ def describe_command(  # noqa: PLR0917 - a command's options
     if not info.configs:
         console.print("configs: all Kafka's defaults")
         return
-    configs = Table(title="configs (not Kafka's defaults)")
-    for col in ("config", "value", "set by"):
-        configs.add_column(col)
+    configs = Records(
+        "config", "value", "set by", ids=["config"], title="configs (not Kafka's defaults)"
+    )
     for c in info.configs:
         configs.add_row(c.name, "(secret)" if c.value is None else c.value, c.source)
     console.print(configs)
