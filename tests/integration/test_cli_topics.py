@@ -88,7 +88,9 @@ def test_create_describe_list_delete_round_trip(
     assert topic_name not in kafka_admin.list_topics(timeout=10).topics
     again = streams(kafka_bootstrap, "topics", "delete", topic_name)
     assert "does not exist" in one_error_line(again)
-    skipped = streams(kafka_bootstrap, "topics", "delete", topic_name, "--yes", "--if-exists")  # --yes: the old name
+    skipped = streams(
+        kafka_bootstrap, "topics", "delete", topic_name, "--yes", "--if-exists"
+    )  # --yes: the old name
     assert skipped.returncode == 0, skipped.stderr
 
 
