@@ -41,8 +41,8 @@ from streams.testing.memory.admin import MemoryClients
 from streams.topology.aggregate import read_table, table_spec
 from streams.topology.errors import TopologyError
 from streams.topology.partitioning import partition_for
-from streams.topology.reply import REPLY_TO
 from streams.topology.policy import ProcessingError, ProcessingFailure
+from streams.topology.reply import REPLY_TO
 from streams.topology.tables import copartition_problems
 from streams.topology.topology import Topology
 
