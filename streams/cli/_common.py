@@ -5,23 +5,65 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
 from streams.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
+from streams.errors import StreamsError
 from streams.schemas.catalog import SCHEMAS_DIR_ENV, schemas_dir
+
+# One meaning per short option in every command, kcat's or Kafka's tools' where they have
+# one (-t topic, -c count, -f format): an option gets its short name only from this table,
+# through ``option``, so no command can give a short option another meaning.
+# tests/unit/test_cli_tree.py holds the whole command tree to it.
+SHORT_OPTIONS: dict[str, str] = {
+    "--app-id": "-a",
+    "--bootstrap-server": "-b",
+    "--count": "-c",
+    "--schemas": "-d",
+    "--error-type": "-e",
+    "--format": "-f",
+    "--follow": "-F",
+    "--group": "-g",
+    "--header": "-H",
+    "--key": "-k",
+    "--lines": "-n",
+    "--partitions": "-p",
+    "--replication-factor": "-r",
+    "--set": "-s",
+    "--topic": "-t",
+    "--verbose": "-v",
+    "--watch": "-w",
+}
+
+
+def option(default: Any, name: str, *aliases: str, **settings: Any) -> Any:
+    """``typer.Option`` called ``name`` (old names in ``aliases``) with the short option
+    ``SHORT_OPTIONS`` gives ``name``, if any."""
+    short = SHORT_OPTIONS.get(name)
+    return typer.Option(default, name, *aliases, *([short] if short else []), **settings)
+
+
+def execute_option(action: str, *aliases: str) -> Any:
+    """``--execute``: a command that changes a cluster (offsets, records, topics, a
+    projection) is a dry run without it, as Kafka's ``kafka-consumer-groups
+    --reset-offsets``; ``action`` says what it does with it."""
+    return typer.Option(
+        False, "--execute", *aliases, help=f"{action} (default: a dry run; nothing changes)."
+    )
+
 
 # One vocabulary for every command that talks to a cluster: the same names, defaults and
 # help text, so a flag learnt on one command works on the next.
-BootstrapOpt = typer.Option(
+BootstrapOpt = option(
     DEFAULT_BOOTSTRAP,
     "--bootstrap-server",
     "--bootstrap",
-    "-b",
     envvar="KAFKA_BOOTSTRAP_SERVERS",
     metavar="HOST:PORT",
     help="Kafka bootstrap servers (default $KAFKA_BOOTSTRAP_SERVERS, else 127.0.0.1:9092).",
@@ -33,9 +75,10 @@ TimeoutOpt = typer.Option(
     metavar="SECONDS",
     help="Seconds to wait for each broker request.",
 )
-SchemasOpt = typer.Option(
+SchemasOpt = option(
     None,
     "--schemas",
+    "--dir",
     metavar="DIR",
     help="The schemas folder (default $STREAMS_SCHEMAS, else the schemas/ of the nearest "
     "folder upwards with a pyproject.toml).",
@@ -71,9 +114,7 @@ def _replicas(value: int) -> int:
 def replication_option(help: str) -> Any:
     """``--replication-factor N`` (``-r``): -1, the default, is the cluster's
     ``default.replication.factor``; 0 and other negatives are refused."""
-    return typer.Option(
-        -1, "--replication-factor", "-r", metavar="N", callback=_replicas, help=help
-    )
+    return option(-1, "--replication-factor", metavar="N", callback=_replicas, help=help)
 
 
 def print_json(payload: Any) -> None:
@@ -98,6 +139,19 @@ def fail(message: str, code: int = 1) -> NoReturn:
     """Print a one-line (or short) error for a person and exit non-zero."""
     err_console.print(styled(("error:", "bold red"), " ", message), highlight=False, soft_wrap=True)
     sys.exit(code)
+
+
+T = TypeVar("T")
+
+
+def parse_flag(flag: str, parse: Callable[[str], T], text: str) -> T:
+    """``parse(text)``; a value it refuses is one line naming the flag it was given with
+    (``--from: not a position: ...``), so a command with several positions or times says
+    which one is wrong."""
+    try:
+        return parse(text)
+    except StreamsError as exc:
+        fail(f"{flag}: {exc}")
 
 
 def human_duration(seconds: float) -> str:

@@ -28,6 +28,9 @@ HIDDEN_ALIASES = frozenset(
         "--bootstrap",  # of --bootstrap-server, Kafka's name
         "--connect-timeout",  # of --timeout, streams run's first name for it
         "--dir",  # of --schemas, streams schemas' first name for it
+        "--limit",  # of --count, streams dlq show's first name for it
+        "--max",  # of --count, streams consume's first name for it
+        "--yes",  # of --execute, streams topics delete's first name for it
     }
 )
 

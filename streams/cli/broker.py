@@ -21,7 +21,7 @@ from rich.table import Table
 from streams.broker import LocalBroker, LocalCluster
 from streams.broker.cluster import default_cluster_dir, stored_size
 from streams.broker.local import DEFAULT_PORT, default_data_dir
-from streams.cli._common import JsonOpt, console, fail, human_duration, print_json
+from streams.cli._common import JsonOpt, console, fail, human_duration, option, print_json
 from streams.config import BOOTSTRAP_ENV, external_bootstrap
 
 app = typer.Typer(
@@ -33,7 +33,6 @@ app = typer.Typer(
 PortOpt = typer.Option(
     DEFAULT_PORT,
     "--port",
-    "-p",
     envvar="STREAMS_BROKER_PORT",
     metavar="PORT",
     help="Client port on 127.0.0.1 (a cluster's nodes: PORT, PORT+1, ...).",
@@ -308,10 +307,8 @@ def logs(
     data_dir: Path | None = DataDirOpt,
     nodes: int | None = NodesOpt,
     node: int = typer.Option(1, "--node", help="Whose log, in a cluster.", metavar="ID"),
-    lines: int = typer.Option(
-        50, "--lines", "-n", metavar="N", help="How many lines from the end."
-    ),
-    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines."),
+    lines: int = option(50, "--lines", metavar="N", help="How many lines from the end."),
+    follow: bool = option(False, "--follow", help="Keep printing new lines."),
 ) -> None:
     """Print the end of the broker's log (a cluster's: of --node ID)."""
     target = _target(port, data_dir, nodes)

@@ -26,6 +26,9 @@ from streams.cli._common import (
     TimeoutOpt,
     console,
     err_console,
+    fail,
+    option,
+    parse_flag,
     use_schemas,
 )
 from streams.cli.replay import ABSOLUTE_POSITIONS_HELP
@@ -54,11 +57,11 @@ class Isolation(StrEnum):
 TypesOpt = typer.Option(
     [], "--type", help="Only records of this envelope type, ce_type (repeatable)."
 )
-KeysOpt = typer.Option([], "--key", help="Only records with this key (repeatable).")
-FormatOpt = typer.Option(
-    Format.json,
+KeysOpt = option([], "--key", help="Only records with this key (repeatable).")
+FormatOpt = option(
+    None,
     "--format",
-    help="json: one JSON object per line, decoded; table: one row per record; "
+    help="json (the default): one JSON object per line, decoded; table: one row per record; "
     "raw: JSON lines of key and value as they are, not decoded.",
 )
 IsolationOpt = typer.Option(
@@ -85,19 +88,18 @@ def consume_command(  # noqa: PLR0917 - a command's options
         help="Where to stop (exclusive; default: the end offsets when the command starts). "
         "Same forms as --from.",
     ),
-    follow: bool = typer.Option(
+    follow: bool = option(
         False,
         "--follow",
-        "-F",
         help="Keep waiting for new records (until --max, --to or Ctrl-C) instead of stopping "
         "at the end offsets as of the start.",
     ),
     types: list[str] = TypesOpt,
     keys: list[str] = KeysOpt,
-    max_records: int | None = typer.Option(
-        None, "--max", "-n", min=0, help="Stop after N records (after the filters)."
+    max_records: int | None = option(
+        None, "--count", "--max", min=0, help="Stop after N records (after the filters)."
     ),
-    output: Format = FormatOpt,
+    output: Format | None = FormatOpt,
     headers: bool = typer.Option(False, "--headers", help="Show each record's headers too."),
     isolation: Isolation = IsolationOpt,
     schemas: Path | None = SchemasOpt,
@@ -115,17 +117,19 @@ def consume_command(  # noqa: PLR0917 - a command's options
     as text when UTF-8, else base64 (key_base64, value_base64), with the reason under
     "error"; reading goes on. No consumer group is joined and nothing is committed.
     """
-    fmt = Format.json if as_json else output
+    if as_json and output not in {None, Format.json}:
+        fail(f"--json and --format {output} are two outputs; give one")
+    fmt = Format.json if as_json or output is None else output
     request = ConsumeRequest(
-        parse_topic_selection(source),
-        parse_position_spec(start),
-        parse_position_spec(end) if end is not None else None,
+        parse_flag("TOPIC", parse_topic_selection, source),
+        parse_flag("--from", parse_position_spec, start),
+        parse_flag("--to", parse_position_spec, end) if end is not None else None,
         follow=follow,
         record_filter=RecordFilter.of(types, keys),
         max_records=max_records,
         read_committed=isolation is Isolation.read_committed,
     )
-    show = _viewer(fmt, schemas, headers)
+    show = _viewer(fmt, schemas, headers, types)
     cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     try:
         batches = read_batches(cluster, request, on_wait=_note)
@@ -148,11 +152,16 @@ def _note(message: str) -> None:
     err_console.print(message, highlight=False, soft_wrap=True)
 
 
-def _viewer(fmt: Format, schemas: Path | None, with_headers: bool) -> View:
+def _viewer(fmt: Format, schemas: Path | None, with_headers: bool, types: list[str]) -> View:
     if fmt is Format.raw:
         return lambda msg: raw_view(msg, with_headers=with_headers)
     use_schemas(schemas)
     codec = AvroCodec(default_catalog(), require_headers=False)
+    # A --type the schemas do not know would match nothing: a typo, said before reading.
+    for name in types:
+        if not codec.catalog.has_type(name):
+            known = ", ".join(codec.catalog.types()) or "none"
+            fail(f"--type {name}: no schemas for type {name!r} (known: {known})")
     return lambda msg: view(msg, codec, with_headers=with_headers)
 
 

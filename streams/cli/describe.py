@@ -8,23 +8,28 @@ from pathlib import Path
 
 import typer
 
-from streams.cli._common import JsonOpt, SchemasOpt, print_json, use_schemas
+from streams.cli._common import (
+    JsonOpt,
+    SchemasOpt,
+    fail,
+    option,
+    print_json,
+    use_schemas,
+)
 from streams.config import parse_key_values
 from streams.topology import load_topology
 from streams.topology.describe import describe_data
 
 # Shared with ``streams run``: how a topology file is selected and parametrised.
-AppIdOpt = typer.Option(
+AppIdOpt = option(
     None,
     "--app-id",
-    "-a",
     envvar="STREAMS_APP_ID",
     help="App id: consumer group and prefix of owned topics (default: the topology's).",
 )
-SetOpt = typer.Option(
+SetOpt = option(
     [],
     "--set",
-    "-s",
     metavar="KEY=VALUE",
     help="A parameter of the file's build() (repeatable).",
 )
@@ -41,21 +46,23 @@ class Format(StrEnum):
 
 
 FileArg = typer.Argument(..., help="A topology file, e.g. topology/orders.py.")
-FormatOpt = typer.Option(Format.text, "--format", "-f", help="Text, or a Mermaid flowchart.")
+FormatOpt = option(None, "--format", help="Text (the default), or a Mermaid flowchart.")
 
 
 def describe(  # noqa: PLR0917 - a command's options
     file: Path = FileArg,
-    format: Format = FormatOpt,
+    format: Format | None = FormatOpt,
     app_id: str | None = AppIdOpt,
     params: list[str] = SetOpt,
     schemas: Path | None = SchemasOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Print a topology: its nodes and links, and the topics it reads, writes and owns."""
+    if as_json and format is not None:
+        fail(f"--json and --format {format} are two outputs; give one")
     use_schemas(schemas)
     topology = load_topology(file, app_id=app_id, params=parse_params(params))
     if as_json:
         print_json(describe_data(topology))
         return
-    typer.echo(topology.describe(format.value), nl=False)
+    typer.echo(topology.describe((format or Format.text).value), nl=False)

@@ -16,7 +16,6 @@ from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -27,10 +26,14 @@ from streams.cli._common import (
     TimeoutOpt,
     console,
     err_console,
+    execute_option,
     fail,
+    option,
+    parse_flag,
     styled,
     use_schemas,
 )
+from streams.cli._tables import Records
 from streams.cluster import Cluster
 from streams.config import client_settings
 from streams.dlq import (
@@ -46,7 +49,7 @@ from streams.dlq import (
     summarize,
 )
 from streams.failures.headers import Headers, format_time
-from streams.timespec import TimeSpecError, parse_instant_or_ago
+from streams.timespec import parse_instant_or_ago
 
 app = typer.Typer(
     help="Inspect a dead-letter topic (APP-TOPIC-dlq) and replay its records.",
@@ -54,16 +57,13 @@ app = typer.Typer(
 )
 
 DlqArg = typer.Argument(..., metavar="DLQ_TOPIC", help="The dead-letter topic, APP-TOPIC-dlq.")
-ErrorOpt = typer.Option(
+ErrorOpt = option(
     None,
     "--error-type",
-    "-e",
     metavar="CLASS",
     help="Only this exception class (ValueError or its full name).",
 )
-KeyOpt = typer.Option(
-    None, "--key", "-k", metavar="KEY", help="Only records with this key (UTF-8)."
-)
+KeyOpt = option(None, "--key", metavar="KEY", help="Only records with this key (UTF-8).")
 SourceOpt = typer.Option(
     None, "--source-topic", metavar="TOPIC", help="Only records that failed on this topic."
 )
@@ -80,19 +80,13 @@ UntilOpt = typer.Option(
 RecordOpt = typer.Option(
     [],
     "--record",
-    "-r",
     metavar="PARTITION:OFFSET",
     help="Only this DLQ record (repeatable).",
 )
 
 
-def _when(text: str | None, option: str) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        return parse_instant_or_ago(text)
-    except TimeSpecError as exc:
-        fail(f"{option}: {exc}")
+def _when(text: str | None, flag: str) -> datetime | None:
+    return None if text is None else parse_flag(flag, parse_instant_or_ago, text)
 
 
 def _records(items: list[str]) -> frozenset[tuple[int, int]] | None:
@@ -200,9 +194,7 @@ def list_(
     for title, counts in (("error type", summary.by_error), ("source topic", summary.by_source)):
         if not counts:
             continue
-        table = Table(title=None)
-        table.add_column(title)
-        table.add_column("records", justify="right")
+        table = Records(title, "records", ids=[title], right=["records"])
         for name, count in counts.items():
             table.add_row(name, str(count))
         console.print(table)
@@ -238,7 +230,7 @@ def show(
     since: str | None = SinceOpt,
     until: str | None = UntilOpt,
     records: list[str] = RecordOpt,
-    limit: int = typer.Option(50, "--limit", "-n", metavar="N", help="At most this many (0: all)."),
+    limit: int = option(50, "--count", "--limit", metavar="N", help="At most N records (0: all)."),
     stacktrace: bool = typer.Option(False, "--stacktrace", help="Print the stack traces too."),
     schemas: Path | None = SchemasOpt,
     as_json: bool = JsonOpt,
@@ -348,9 +340,7 @@ def replay(
         metavar="TOPIC",
         help="Send to this topic instead of each record's source topic.",
     ),
-    execute: bool = typer.Option(
-        False, "--execute", help="Really send. Without it: a dry run that sends nothing."
-    ),
+    execute: bool = execute_option("Send them"),
     as_json: bool = JsonOpt,
     timeout: float = TimeoutOpt,
 ) -> None:
@@ -388,9 +378,7 @@ def replay(
         )
         return
     if plan.items:
-        table = Table(title=None)
-        for column in ("dlq record", "key", "event id", "error", "to"):
-            table.add_column(column)
+        table = Records("dlq record", "key", "event id", "error", "to", ids=["dlq record", "to"])
         for row in _plan_json(plan):
             where = row["to"] if row["partition"] is None else f"{row['to']}[{row['partition']}]"
             table.add_row(row["ref"], row["key"], row["event_id"], row["error"], where)

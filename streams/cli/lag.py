@@ -15,7 +15,6 @@ from pathlib import Path
 
 import typer
 from rich.live import Live
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -26,21 +25,27 @@ from streams.cli._common import (
     console,
     err_console,
     human_duration,
+    option,
     print_json,
 )
+from streams.cli._tables import Records
 from streams.cluster import Cluster
 from streams.config import client_settings
 from streams.replay.lag import TopicLag, lag, over_threshold
 
 THRESHOLD_EXIT = 3
-GroupsOpt = typer.Option([], "--group", "-g", metavar="GROUP", help="Only this group (repeatable).")
+GroupsOpt = option([], "--group", metavar="GROUP", help="Only this group (repeatable).")
 
 
-def _table(rows: list[TopicLag], threshold: int | None) -> Table:
-    table = Table(title=f"consumer lag ({time.strftime('%H:%M:%S')})")
+def _table(rows: list[TopicLag], threshold: int | None) -> Records:
     columns = ("group", "topic", "state", "members", "partitions", "lag", "max/partition")
-    for col in (*columns, "time lag"):
-        table.add_column(col, justify="left" if col in {"group", "topic", "state"} else "right")
+    table = Records(
+        *columns,
+        "time lag",
+        ids=["group", "topic"],
+        right=[*columns[3:], "time lag"],
+        title=f"consumer lag ({time.strftime('%H:%M:%S')})",
+    )
     for r in rows:
         style = "bold red" if threshold is not None and r.lag > threshold else None
         table.add_row(
@@ -58,7 +63,7 @@ def _age(seconds: float | None) -> str:
 
 def lag_command(  # noqa: PLR0917 - a command's options
     groups: list[str] = GroupsOpt,
-    watch: bool = typer.Option(False, "--watch", "-w", help="Refresh until Ctrl-C."),
+    watch: bool = option(False, "--watch", help="Refresh until Ctrl-C."),
     interval: float = typer.Option(
         2.0, "--interval", min=0.2, metavar="SECONDS", help="Seconds between refreshes."
     ),

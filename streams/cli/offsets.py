@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -18,8 +17,12 @@ from streams.cli._common import (
     SettingOpt,
     TimeoutOpt,
     console,
+    execute_option,
+    option,
+    parse_flag,
     print_json,
 )
+from streams.cli._tables import Records
 from streams.cli.replay import POSITIONS_HELP
 from streams.cluster import Cluster
 from streams.config import client_settings
@@ -38,10 +41,8 @@ from streams.replay.errors import ReplayError
 
 app = typer.Typer(help="Show and reset consumer-group offsets.", no_args_is_help=True)
 
-GroupOpt = typer.Option(..., "--group", "-g", metavar="GROUP", help="Consumer group.")
-TopicsOpt = typer.Option(
-    [], "--topic", "-t", metavar="TOPIC", help="Topic, or topic:0,2 (repeatable)."
-)
+GroupOpt = option(..., "--group", metavar="GROUP", help="Consumer group.")
+TopicsOpt = option([], "--topic", metavar="TOPIC", help="Topic, or topic:0,2 (repeatable).")
 ExportOpt = typer.Option(
     None,
     "--export",
@@ -73,9 +74,11 @@ def show(  # noqa: PLR0917 - a command's options
     if as_json:
         print_json(offsets.as_dict())
         return
-    table = Table(title=f"group {group} ({offsets.state}, {len(offsets.members)} members)")
-    for col in ("topic", "partition", "committed", "log end", "lag", "member"):
-        table.add_column(col, justify="right" if col not in {"topic", "member"} else "left")
+    table = Records(
+        "topic", "partition", "committed", "log end", "lag", "member",
+        ids=["topic", "partition"], right=["partition", "committed", "log end", "lag"],
+        title=f"group {group} ({offsets.state}, {len(offsets.members)} members)",
+    )  # fmt: skip
     for p in offsets.partitions:
         table.add_row(
             p.topic, str(p.partition), _dash(p.committed), _dash(p.log_end), _dash(p.lag),
@@ -89,9 +92,9 @@ def show(  # noqa: PLR0917 - a command's options
 
 
 def _print_plan(plan: ResetPlan) -> None:
-    table = Table(title=f"reset plan for group {plan.group}")
-    for col in ("topic", "partition", "current", "new", "log start", "log end"):
-        table.add_column(col, justify="left" if col == "topic" else "right")
+    columns = ("topic", "partition", "current", "new", "log start", "log end")
+    table = Records(*columns, ids=columns[:2], right=columns[1:],
+                    title=f"reset plan for group {plan.group}")  # fmt: skip
     for c in plan.changes:
         table.add_row(
             c.topic, str(c.partition), _dash(c.current), f"{c.new:,}", f"{c.log_start:,}",
@@ -113,7 +116,7 @@ def reset(  # noqa: PLR0917 - a command's options
         help="The position as an option (handy for shifts: --to -100).",
     ),
     topics: list[str] = TopicsOpt,
-    execute: bool = typer.Option(False, "--execute", help="Apply the plan (default: dry run)."),
+    execute: bool = execute_option("Apply the plan"),
     export: Path | None = ExportOpt,
     from_file: Path | None = FromFileOpt,
     new_group: bool = typer.Option(
@@ -140,8 +143,8 @@ def reset(  # noqa: PLR0917 - a command's options
         plan = plan_reset(
             cluster,
             group,
-            [parse_topic_selection(t) for t in topics],
-            parse_position_spec(position),
+            [parse_flag("--topic", parse_topic_selection, t) for t in topics],
+            parse_flag("--to" if to is not None else "POSITION", parse_position_spec, position),
             allow_new=new_group,
         )
     if export is not None:

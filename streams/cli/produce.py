@@ -23,6 +23,7 @@ from streams.cli._common import (
     SettingOpt,
     TimeoutOpt,
     console,
+    option,
     print_json,
     use_schemas,
 )
@@ -57,7 +58,7 @@ def _input(path: Path | None) -> Iterator[TextIO]:
 
 
 FileOpt = typer.Option(
-    None, "--file", "-f", help="Read JSON lines from this file (default: stdin; - is stdin)."
+    None, "--file", help="Read JSON lines from this file (default: stdin; - is stdin)."
 )
 
 
@@ -66,16 +67,14 @@ def produce_command(  # noqa: PLR0917 - a command's options
     type_ref: str = typer.Option(
         ...,
         "--type",
-        "-t",
         metavar="TYPE@VERSION",
         help="Event type and payload schema version, e.g. order.placed@2 (without @VERSION: "
         "the latest version).",
     ),
     file: Path | None = FileOpt,
-    key: str | None = typer.Option(
+    key: str | None = option(
         None,
         "--key",
-        "-k",
         help="The record key: a payload field (customer_id; dotted for a nested one: "
         "customer.id) or a template of fields ('{customer_id}-{order_id}'). Default: no key.",
     ),
@@ -88,10 +87,9 @@ def produce_command(  # noqa: PLR0917 - a command's options
     rate: str | None = typer.Option(
         None, "--rate", metavar="N[/s]", help="Write at most N records per second."
     ),
-    count: int | None = typer.Option(
+    count: int | None = option(
         None,
         "--count",
-        "-n",
         min=0,
         help="Write exactly N records: stop early, or cycle over the input lines when there "
         "are fewer (each record a new envelope with a new id).",

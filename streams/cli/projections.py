@@ -4,7 +4,7 @@
 runs the topology FILE under a new app id from the earliest offsets while the current app
 goes on answering queries, points NAME at the new app once it has caught up, and runs on
 as an instance of it until Ctrl-C or SIGTERM (``streams.patterns.projections``).
-``--dry-run`` prints the plan and changes nothing.
+Without ``--execute`` it prints the plan and changes nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from streams.cli._common import (
     SettingOpt,
     TimeoutOpt,
     console,
+    execute_option,
+    option,
     print_json,
     use_schemas,
 )
@@ -76,11 +78,9 @@ def show(  # noqa: PLR0917 - a command's options
 def rebuild(  # noqa: PLR0917 - a command's options
     file: Path = FileArg,
     name: str = NameOpt,
-    app_id: str | None = typer.Option(
-        None, "--app-id", "-a", help="The new app id (default: <name>-g<N+1>)."
-    ),
+    app_id: str | None = option(None, "--app-id", help="The new app id (default: <name>-g<N+1>)."),
     params: list[str] = SetOpt,
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; change nothing."),
+    execute: bool = execute_option("Start the new app, and switch NAME to it once caught up"),
     query_port: int | None = QueryPortOpt,
     advertise: str | None = AdvertiseOpt,
     state_dir: str | None = StateDirOpt,
@@ -102,7 +102,9 @@ def rebuild(  # noqa: PLR0917 - a command's options
     topology = load_topology(file, app_id=new_app, params=parse_params(params))
     plan = plan_rebuild(cluster, name, topology)
     _show(plan, as_json)
-    if dry_run:
+    if not execute:
+        if not as_json:
+            console.print("dry run: nothing started; pass --execute to rebuild")
         return
     config = instance_config(
         bootstrap,

@@ -20,7 +20,6 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -30,9 +29,13 @@ from streams.cli._common import (
     SettingOpt,
     TimeoutOpt,
     console,
+    execute_option,
+    option,
+    parse_flag,
     print_json,
     use_schemas,
 )
+from streams.cli._tables import Records
 from streams.cli.describe import parse_params
 from streams.cluster import Cluster
 from streams.config import client_settings
@@ -52,8 +55,8 @@ from streams.topology import Topology, load_topology
 TypesOpt = typer.Option(
     [], "--type", metavar="TYPE", help="Copy only this envelope type, ce_type (repeatable)."
 )
-KeysOpt = typer.Option([], "--key", metavar="KEY", help="Copy only this key (repeatable).")
-HeadersOpt = typer.Option(
+KeysOpt = option([], "--key", metavar="KEY", help="Copy only this key (repeatable).")
+HeadersOpt = option(
     [], "--header", metavar="NAME=VALUE", help="Copy only records with this header."
 )
 ThroughOpt = typer.Option(
@@ -62,13 +65,13 @@ ThroughOpt = typer.Option(
     metavar="FILE",
     help="Reprocess through this topology file instead of copying.",
 )
-ThroughAppIdOpt = typer.Option(
+ThroughAppIdOpt = option(
     None,
     "--app-id",
     metavar="APP_ID",
     help="With --through: the new app id (default APP-replay-UTCTIME).",
 )
-ThroughSetOpt = typer.Option(
+ThroughSetOpt = option(
     [],
     "--set",
     metavar="KEY=VALUE",
@@ -84,13 +87,12 @@ ABSOLUTE_POSITIONS_HELP = (
 POSITIONS_HELP = f"{ABSOLUTE_POSITIONS_HELP}; +N/-N: from --group's commit"
 
 
-def _plan_table(plan: ReplayPlan, result: ReplayResult | None, dry_run: bool) -> Table:
-    table = Table(title=f"replay {plan.topic} from {plan.start} to {plan.end or 'latest'}")
-    for col in ("partition", "start", "end", "offsets"):
-        table.add_column(col, justify="right")
+def _plan_table(plan: ReplayPlan, result: ReplayResult | None, dry_run: bool) -> Records:
+    columns = ["partition", "start", "end", "offsets"]
     if result is not None:
-        table.add_column("read", justify="right")
-        table.add_column("would copy" if dry_run else "copied", justify="right")
+        columns += ["read", "would copy" if dry_run else "copied"]
+    title = f"replay {plan.topic} from {plan.start} to {plan.end or 'latest'}"
+    table = Records(*columns, ids=["partition"], right=columns, title=title)
     counts = {p.partition: p for p in result.partitions} if result else {}
     for r in plan.ranges:
         row = [str(r.partition), str(r.start), str(r.end), f"{r.size:,}"]
@@ -162,8 +164,8 @@ def replay_command(  # noqa: PLR0917 - a command's options
     into: str | None = typer.Option(
         None, "--into", metavar="TOPIC", help="Target topic (must exist)."
     ),
-    group: str | None = typer.Option(
-        None, "--group", "-g", metavar="GROUP", help="Group whose commits +N/-N move."
+    group: str | None = option(
+        None, "--group", metavar="GROUP", help="Group whose commits +N/-N move."
     ),
     types: list[str] = TypesOpt,
     keys: list[str] = KeysOpt,
@@ -174,9 +176,7 @@ def replay_command(  # noqa: PLR0917 - a command's options
     keep_timestamps: bool = typer.Option(
         False, "--keep-timestamps", help="Copies keep the original timestamps."
     ),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Count per partition what would be copied; write nothing."
-    ),
+    execute: bool = execute_option("Copy (--into) or reprocess (--through)"),
     force: bool = typer.Option(False, "--force", help="Allow the target to be the source."),
     through: Path | None = ThroughOpt,
     app_id: str | None = ThroughAppIdOpt,
@@ -195,8 +195,9 @@ def replay_command(  # noqa: PLR0917 - a command's options
     """
     if through is not None and into is not None:
         raise ReplayError("give --into (copy) or --through (reprocess), not both")
-    if into is None and through is None and not dry_run:
-        raise ReplayError("give --into TARGET, --through TOPOLOGY, or --dry-run to only count")
+    if execute and into is None and through is None:
+        raise ReplayError("--execute needs --into TARGET or --through TOPOLOGY")
+    dry_run = not execute
     flt = RecordFilter.of(types, keys, headers)
     if through is not None and not flt.everything:
         raise ReplayError("--type/--key/--header filter copies; --through reprocesses all")
@@ -206,9 +207,9 @@ def replay_command(  # noqa: PLR0917 - a command's options
     cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     plan = plan_replay(
         cluster,
-        parse_topic_selection(source),
-        parse_position_spec(start),
-        parse_position_spec(end) if end is not None else None,
+        parse_flag("SOURCE", parse_topic_selection, source),
+        parse_flag("--from", parse_position_spec, start),
+        parse_flag("--to", parse_position_spec, end) if end is not None else None,
         group=group,
     )
     show_bar = console.is_terminal and not as_json
@@ -232,12 +233,12 @@ def replay_command(  # noqa: PLR0917 - a command's options
     if dry_run and topology is not None:
         console.print(
             f"dry run: would reprocess {result.read:,} records through {through} as app id "
-            f"{topology.app_id}; nothing was written"
+            f"{topology.app_id}; nothing was written; pass --execute to reprocess"
         )
     elif dry_run:
         console.print(
             f"dry run: would copy {result.copied:,} of {result.read:,} records "
-            f"(filter: {result.filter}); nothing was written"
+            f"(filter: {result.filter}); nothing was written; pass --execute to copy"
         )
     else:
         console.print(

@@ -23,6 +23,7 @@ from streams.cli._common import (
     TimeoutOpt,
     err_console,
     fail,
+    option,
     use_schemas,
 )
 from streams.codec.avro import AvroCodec
@@ -48,7 +49,6 @@ def request_command(  # noqa: PLR0917 - a command's options
     type_ref: str = typer.Option(
         ...,
         "--type",
-        "-t",
         metavar="TYPE@VERSION",
         help="The request's type, e.g. quote.requested@1.",
     ),
@@ -58,8 +58,8 @@ def request_command(  # noqa: PLR0917 - a command's options
         metavar="TOPIC",
         help="The topic replies come back on (created if missing).",
     ),
-    key: str | None = typer.Option(
-        None, "--key", "-k", help="The record key: a payload field or a template, as for produce."
+    key: str | None = option(
+        None, "--key", help="The record key: a payload field or a template, as for produce."
     ),
     wait: float = typer.Option(
         30.0,

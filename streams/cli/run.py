@@ -47,7 +47,7 @@ from streams.topology import TopologyError, load_topology
 from streams.topology.topology import ORDERINGS
 
 InstancesOpt = typer.Option(
-    1, "--instances", "-n", min=1, envvar="STREAMS_INSTANCES", help="Instances to start."
+    1, "--instances", min=1, envvar="STREAMS_INSTANCES", help="Instances to start."
 )
 BatchOpt = typer.Option(1_000, "--batch-size", min=1, help="Records per consume call.")
 ClientOpt = typer.Option(

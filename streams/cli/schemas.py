@@ -32,9 +32,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-# --dir is this command's first name for --schemas: still read, not shown (cli/_help.py).
-DirOpt = typer.Option(None, "--schemas", "--dir", "-d", metavar="DIR", help=SchemasOpt.help)
-
 
 def _load(folder: Path | None) -> tuple[Path, SchemaCatalog]:
     schemas_dir = use_schemas(folder)
@@ -49,7 +46,7 @@ def _load(folder: Path | None) -> tuple[Path, SchemaCatalog]:
 
 
 @app.command()
-def check(schemas_dir: Path | None = DirOpt, as_json: bool = JsonOpt) -> None:
+def check(schemas_dir: Path | None = SchemasOpt, as_json: bool = JsonOpt) -> None:
     """Check every type's versions against its declared mode; exit 1 on any break."""
     folder, catalog = _load(schemas_dir)
     broken = check_catalog(catalog)
@@ -81,7 +78,7 @@ def check(schemas_dir: Path | None = DirOpt, as_json: bool = JsonOpt) -> None:
 
 
 @app.command("list")
-def list_(schemas_dir: Path | None = DirOpt, as_json: bool = JsonOpt) -> None:
+def list_(schemas_dir: Path | None = SchemasOpt, as_json: bool = JsonOpt) -> None:
     """Every type with its versions and compatibility mode."""
     folder, catalog = _load(schemas_dir)
     rows: list[dict[str, Any]] = []
@@ -111,7 +108,7 @@ def list_(schemas_dir: Path | None = DirOpt, as_json: bool = JsonOpt) -> None:
 @app.command()
 def show(
     ref: str = typer.Argument(..., metavar="TYPE[@VERSION]", help="e.g. order.placed@2"),
-    schemas_dir: Path | None = DirOpt,
+    schemas_dir: Path | None = SchemasOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Print a type's schema (the latest version unless @VERSION is given) as JSON."""

@@ -6,11 +6,9 @@ A thin layer over ``streams.tools.topics``. ``delete`` asks on a terminal unless
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -19,10 +17,12 @@ from streams.cli._common import (
     SettingOpt,
     TimeoutOpt,
     console,
-    fail,
+    execute_option,
+    option,
     print_json,
     replication_option,
 )
+from streams.cli._tables import Records
 from streams.cluster import Cluster
 from streams.config import client_settings
 from streams.tools import topics as tools
@@ -49,7 +49,7 @@ def _cluster(bootstrap: str, timeout: float, config_file: Path | None, x: list[s
 @app.command("list")
 def list_command(  # noqa: PLR0917 - a command's options
     include_internal: bool = typer.Option(
-        False, "--all", "-a", help="Include Kafka's internal topics (__consumer_offsets, ...)."
+        False, "--all", help="Include Kafka's internal topics (__consumer_offsets, ...)."
     ),
     bootstrap: str = BootstrapOpt,
     config_file: Path | None = ConfigFileOpt,
@@ -64,10 +64,8 @@ def list_command(  # noqa: PLR0917 - a command's options
     if as_json:
         print_json([r.as_dict() for r in rows])
         return
-    table = Table(title=f"{len(rows)} topics")
-    table.add_column("topic")
-    table.add_column("partitions", justify="right")
-    table.add_column("replication", justify="right")
+    table = Records("topic", "partitions", "replication", ids=["topic"],
+                    right=["partitions", "replication"], title=f"{len(rows)} topics")  # fmt: skip
     for r in rows:
         table.add_row(r.name, str(r.partitions), str(r.replication_factor))
     console.print(table)
@@ -92,12 +90,14 @@ def describe_command(  # noqa: PLR0917 - a command's options
     if as_json:
         print_json(info.as_dict())
         return
-    table = Table(
+    columns = ("partition", "leader", "replicas", "isr", "start", "end", "records")
+    table = Records(
+        *columns,
+        ids=["partition"],
+        right=columns,
         title=f"{info.name}: {len(info.partitions)} partitions, replication factor "
-        f"{info.replication_factor}, {info.records:,} records"
+        f"{info.replication_factor}, {info.records:,} records",
     )
-    for col in ("partition", "leader", "replicas", "isr", "start", "end", "records"):
-        table.add_column(col, justify="right")
     for p in info.partitions:
         table.add_row(
             str(p.partition), str(p.leader), ",".join(map(str, p.replicas)),
@@ -107,9 +107,9 @@ def describe_command(  # noqa: PLR0917 - a command's options
     if not info.configs:
         console.print("configs: all Kafka's defaults")
         return
-    configs = Table(title="configs (not Kafka's defaults)")
-    for col in ("config", "value", "set by"):
-        configs.add_column(col)
+    configs = Records(
+        "config", "value", "set by", ids=["config"], title="configs (not Kafka's defaults)"
+    )
     for c in info.configs:
         configs.add_row(c.name, "(secret)" if c.value is None else c.value, c.source)
     console.print(configs)
@@ -118,7 +118,7 @@ def describe_command(  # noqa: PLR0917 - a command's options
 @app.command("create")
 def create_command(  # noqa: PLR0917 - a command's options
     topic: str = TopicArg,
-    partitions: int = typer.Option(1, "--partitions", "-p", min=1, help="Number of partitions."),
+    partitions: int = option(1, "--partitions", min=1, help="Number of partitions."),
     replication_factor: int = replication_option(
         "Replicas of each partition (default -1: the cluster's default.replication.factor)."
     ),
@@ -156,7 +156,7 @@ def create_command(  # noqa: PLR0917 - a command's options
 @app.command("delete")
 def delete_command(  # noqa: PLR0917 - a command's options
     topics: list[str] = TopicsArg,
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    execute: bool = execute_option("Delete them", "--yes"),
     if_exists: bool = typer.Option(
         False, "--if-exists", help="Skip topics that do not exist instead of failing."
     ),
@@ -166,33 +166,23 @@ def delete_command(  # noqa: PLR0917 - a command's options
     timeout: float = TimeoutOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Delete topics with all their records.
+    """Delete topics with all their records (a dry run unless --execute).
 
-    Asks first on a terminal unless --yes; without a terminal (a script, a pipe) --yes is
-    required. A topic that does not exist is an error (nothing is deleted) unless
-    --if-exists.
+    A topic that does not exist is an error (nothing is deleted) unless --if-exists.
     """
     cluster = _cluster(bootstrap, timeout, config_file, client)
-    if not yes:
-        _confirm(cluster, topics, if_exists=if_exists)
-    deleted = tools.delete(cluster, topics, if_exists=if_exists)
+    if execute:
+        deleted = tools.delete(cluster, topics, if_exists=if_exists)
+    else:
+        deleted = tools.deletable(cluster, topics, if_exists=if_exists)
     if as_json:
-        print_json({"deleted": deleted})
-    elif deleted:
+        print_json({"deleted": deleted, "executed": execute})
+    elif not deleted:
+        console.print("nothing to delete")
+    elif execute:
         console.print(f"deleted {', '.join(deleted)}")
     else:
-        console.print("nothing to delete")
-
-
-def _confirm(cluster: Cluster, topics: list[str], *, if_exists: bool) -> None:
-    """Ask on the terminal before deleting; exit 1 when there is none, or on "no"."""
-    if not sys.stdin.isatty():
-        fail("refusing to delete topics without confirmation: no terminal to ask; pass --yes")
-    missing = set(tools.missing_topics(cluster, topics))
-    if missing and not if_exists:
-        return  # nothing is deleted: tools.delete says which topics do not exist
-    doomed = [t for t in dict.fromkeys(topics) if t not in missing]
-    if doomed and not typer.confirm(
-        f"Delete {', '.join(doomed)} and every record in them?", default=False
-    ):
-        fail("not confirmed; nothing was deleted")
+        console.print(
+            f"dry run: would delete {', '.join(deleted)} and every record in them; "
+            "pass --execute to delete"
+        )

@@ -37,7 +37,7 @@ class RecordFilter:
         for item in headers:
             name, sep, value = item.partition("=")
             if not sep or not name:
-                raise ReplayError(f"header filter must be name=value, got {item!r}")
+                raise ReplayError(f"--header expects NAME=VALUE, got {item!r}")
             pairs.append((name, value.encode()))
         return cls(
             frozenset(t.encode() for t in types),

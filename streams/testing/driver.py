@@ -43,6 +43,7 @@ from streams.topology.aggregate import read_table, table_spec
 from streams.topology.errors import TopologyError
 from streams.topology.partitioning import partition_for
 from streams.topology.policy import ProcessingError, ProcessingFailure
+from streams.topology.reply import REPLY_TO
 from streams.topology.tables import copartition_problems
 from streams.topology.topology import Topology
 
@@ -138,6 +139,7 @@ class TestDriver:
         self._raw_allowed = codec is not None
         self._time_ms = start_time_ms
         self._read_upto: dict[str, int] = {}
+        self._reply_topics: set[str] = set()  # named by requests piped in: replies go there
         self._decoded: dict[tuple[str, int, int], Envelope] = {}
         self.skipped: list[ProcessingFailure] = []
         self._stopped: ProcessingError | None = None
@@ -234,6 +236,7 @@ class TestDriver:
             partition = partition_for(key, n) if key else 0
         elif not 0 <= partition < n:
             raise StreamsError(f"topic {topic!r} has {n} partition(s), not partition {partition}")
+        self._reply_topics.update(v.decode() for k, v in headers if k == REPLY_TO and v)
         self._time_ms += 1
         ts = self._time_ms if timestamp_ms is None else timestamp_ms
         self._input.produce(topic, value, key, partition, timestamp=ts, headers=headers)
@@ -356,7 +359,12 @@ class TestDriver:
         return [self._output(r) for r in self.cluster.records(topic)]
 
     def read(self, topic: str) -> list[Envelope]:
-        """Envelopes written to ``topic`` since the last ``read`` of it, in write order."""
+        """Envelopes written to ``topic`` since the last ``read`` of it, in write order.
+        Raises StreamsError for a topic the topology does not write, nor a request piped in
+        names for its reply (a typo would otherwise read as "no output")."""
+        known = (self.topology.topics_written, self._reply_topics, self.cluster.topics())
+        if not any(topic in names for names in known):
+            raise StreamsError(f"topology {self.topology.app_id!r} does not write {topic!r}")
         out = self.cluster.records(topic)
         start = self._read_upto.get(topic, 0)
         self._read_upto[topic] = len(out)

@@ -196,15 +196,21 @@ def missing_topics(cluster: Cluster, names: Sequence[str]) -> list[str]:
     return [n for n in names if n not in existing]
 
 
-def delete(cluster: Cluster, names: Sequence[str], *, if_exists: bool = False) -> list[str]:
-    """Delete ``names`` and wait until the metadata no longer shows them; returns those
-    deleted. A name the cluster lacks raises ``TopicNotFoundError`` (before anything is
-    deleted) unless ``if_exists``."""
+def deletable(cluster: Cluster, names: Sequence[str], *, if_exists: bool = False) -> list[str]:
+    """Those of ``names`` that ``delete`` would delete, once each. A name the cluster lacks
+    raises ``TopicNotFoundError`` unless ``if_exists``."""
     missing = missing_topics(cluster, names)
     if missing and not if_exists:
         which = ", ".join(repr(n) for n in missing)
         what = f"topic {which} does" if len(missing) == 1 else f"topics {which} do"
         raise TopicNotFoundError(f"{what} not exist (nothing was deleted)")
-    doomed = [n for n in dict.fromkeys(names) if n not in missing]
+    return [n for n in dict.fromkeys(names) if n not in missing]
+
+
+def delete(cluster: Cluster, names: Sequence[str], *, if_exists: bool = False) -> list[str]:
+    """Delete ``names`` and wait until the metadata no longer shows them; returns those
+    deleted. A name the cluster lacks raises ``TopicNotFoundError`` (before anything is
+    deleted) unless ``if_exists``."""
+    doomed = deletable(cluster, names, if_exists=if_exists)
     cluster.delete_topics(doomed)
     return doomed

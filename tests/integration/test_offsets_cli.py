@@ -141,9 +141,10 @@ def test_reset_refuses_a_group_with_active_members(
         (["offsets", "reset", "--group", "{group}", "--topic", "{topic}", "2999-01-01T00:00:00Z"],
          "in the future"),
         (["offsets", "show", "--group", "no-such-group"], "does not exist"),
-        (["replay", "{topic}", "--from", "8", "--to", "2", "--into", "{topic}"],
+        (["replay", "{topic}", "--from", "8", "--to", "2", "--into", "{topic}", "--execute"],
          "before --from"),
-        (["replay", "{topic}", "--from", "earliest", "--into", "{topic}"], "into itself"),
+        (["replay", "{topic}", "--from", "earliest", "--into", "{topic}", "--execute"],
+         "into itself"),
         (["lag", "--group", "no-such-group"], "does not exist"),
     ],
 )  # fmt: skip
@@ -185,7 +186,7 @@ def test_the_consumer_group_protocol_works_for_reset_show_lag_and_replay(
     assert [(r["topic"], r["lag"]) for r in json.loads(lag.stdout)] == [(seeded.topic, 27)]
     target = make_topic("target", partitions=4)
     copy = streams(kafka_bootstrap, "replay", seeded.topic, "--from", "earliest", "--into",
-                   target, "--json", *kip848)  # fmt: skip
+                   target, "--json", "--execute", *kip848)  # fmt: skip
     assert copy.returncode == 0, copy.stderr
     in_log = sum(len(records) for records in seeded.records.values())
     assert json.loads(copy.stdout)["result"]["copied"] == in_log

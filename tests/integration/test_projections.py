@@ -126,7 +126,6 @@ def test_a_rebuild_answers_with_the_old_fold_until_the_new_one_caught_up(
         "rebuild",
         str(ACCOUNTS_FILE),
         *rebuild,
-        "--dry-run",
         "--json",
     )
     assert planned.returncode == 0, planned.stderr
@@ -143,7 +142,7 @@ def test_a_rebuild_answers_with_the_old_fold_until_the_new_one_caught_up(
         ACCOUNTS_FILE,
         kafka_bootstrap,
         settings={"input": topic, "fee_cents": "25"},
-        args=["--name", app_id, "--query-port", "0"],
+        args=["--name", app_id, "--query-port", "0", "--execute"],
         command=("projections", "rebuild"),
     ) as rebuilding:
         answered = 0

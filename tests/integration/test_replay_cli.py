@@ -21,7 +21,7 @@ def test_replay_command_dry_run_then_copy(
     args = ["replay", f"{seeded.topic}:0,3", "--from", format_ms(seeded.t0 + 25 * MIN),
             "--to", "3=15,0=latest", "--into", target, "--type", "order.shipped"]  # fmt: skip
     # --to gives 0 and 3 their own ends; p0 from offset 3 (odd offsets are order.shipped)
-    dry = streams(kafka_bootstrap, *args, "--dry-run", "--json")
+    dry = streams(kafka_bootstrap, *args, "--json")  # a dry run: no --execute
     assert dry.returncode == 0, dry.stderr
     report = json.loads(dry.stdout)
     ranges = {p["partition"]: (p["start"], p["end"]) for p in report["plan"]["partitions"]}
@@ -30,7 +30,7 @@ def test_replay_command_dry_run_then_copy(
     assert copies == {0: 4, 3: 5}
     assert read_all(kafka_bootstrap, target) == []
 
-    done = streams(kafka_bootstrap, *args)
+    done = streams(kafka_bootstrap, *args, "--execute")
     assert done.returncode == 0, done.stderr
     assert "copied 9 of 17 records" in done.stdout and "all acknowledged" in done.stdout
     assert len(read_all(kafka_bootstrap, target)) == 9

@@ -99,7 +99,7 @@ def test_the_replay_command_reprocesses_through_a_topology_file(
     app_id = unique_topic_name("cli-rebuild")
     owned.append(f"{app_id}-mirror")
     args = ["replay", source, "--from", "earliest", "--through", str(MIRROR),
-            "--set", f"input={source}", "--app-id", app_id, "--json"]  # fmt: skip
+            "--set", f"input={source}", "--app-id", app_id, "--json", "--execute"]  # fmt: skip
     out = streams(kafka_bootstrap, *args)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)

@@ -167,7 +167,7 @@ def test_every_command_works_with_settings_from_a_file(listener: Listener, tmp_p
     env = {"STREAMS_KAFKA_CONFIG": str(config)}  # the same, for every command, from the env
     dlq = f"{app_id}-{topic}-dlq"
     for args in (
-        ["replay", topic, "--from", "earliest", "--dry-run", "-b", bootstrap],
+        ["replay", topic, "--from", "earliest", "-b", bootstrap],
         ["offsets", "show", "-g", app_id, "-b", bootstrap],
         ["offsets", "reset", "earliest", "-g", app_id, "--topic", topic, "--execute",
          "-b", bootstrap],
@@ -184,7 +184,7 @@ def test_every_command_works_with_settings_from_a_file(listener: Listener, tmp_p
     [
         ["lag", "--timeout", "10"],
         ["offsets", "show", "-g", "some-group", "--timeout", "10"],
-        ["replay", "some-topic", "--from", "earliest", "--dry-run", "--timeout", "10"],
+        ["replay", "some-topic", "--from", "earliest", "--timeout", "10"],
         ["dlq", "list", "some-dlq", "--timeout", "10"],
         ["run", str(MIRROR), "--set", "input=some-topic", "--connect-timeout", "10"],
     ],

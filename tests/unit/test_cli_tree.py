@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 import streams.cli
 from streams.cli import EXIT_CODES, app
+from streams.cli._common import SHORT_OPTIONS
 from streams.cli._help import find, walk
 from streams.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
 from streams.errors import StreamsError
@@ -165,3 +166,112 @@ def test_version_names_streams_and_its_kafka_client() -> None:
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0
     assert result.output.startswith(f"streams {streams.__version__} (confluent-kafka ")
+
+
+def _named_options(name: str) -> list[tuple[list[str], list[str]]]:
+    """Every option of command ``name`` as (its short names, its long names)."""
+    command = find(CLI, tuple(name.split()))
+    out = []
+    for param in command.params:
+        names = [*param.opts, *param.secondary_opts, *getattr(param, "hidden_aliases", ())]
+        if any(n.startswith("-") for n in names):
+            out.append(
+                (
+                    [n for n in names if not n.startswith("--")],
+                    [n for n in names if n.startswith("--")],
+                )
+            )
+    return out
+
+
+def test_a_short_option_means_one_thing_in_every_command() -> None:
+    meanings: dict[str, set[str]] = {}
+    for name in ["", *COMMANDS]:
+        for shorts, longs in _named_options(name):
+            for short in shorts:
+                meanings.setdefault(short, set()).add(longs[0] if longs else short)
+                if longs:  # given by the table, not by the command
+                    assert SHORT_OPTIONS.get(longs[0]) == short, (name, short, longs)
+    assert {short: names for short, names in meanings.items() if len(names) > 1} == {}
+    # the names users know from kcat and Kafka's tools
+    assert {meanings[s].pop() for s in ("-b", "-t", "-c", "-f", "-g")} == {
+        "--bootstrap-server", "--topic", "--count", "--format", "--group"
+    }  # fmt: skip
+
+
+def test_old_names_of_a_count_still_parse() -> None:
+    assert _parsed("consume", ["t", "--max", "3"])["max_records"] == 3
+    assert _parsed("consume", ["t", "-c", "3"])["max_records"] == 3
+    assert _parsed("dlq show", ["t", "--limit", "3"])["limit"] == 3
+    assert _parsed("topics delete", ["t", "--yes"])["execute"] is True
+
+
+# Commands that write to a cluster by purpose, as Kafka's console producer does; every
+# other command that changes a cluster is a dry run unless --execute.
+WRITES_BY_PURPOSE = {
+    "produce": "writing records is what it is for (--dry-run previews the envelopes)",
+    "request": "sends a request and waits for its reply",
+    "run": "runs a topology, which writes its outputs",
+    "topics create": "creating is what it is for (--if-not-exists)",
+}
+CHANGES_A_CLUSTER = {
+    "dlq replay",
+    "offsets reset",
+    "projections rebuild",
+    "replay",
+    "topics delete",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHANGES_A_CLUSTER))
+def test_a_command_that_changes_a_cluster_is_a_dry_run_unless_execute(name: str) -> None:
+    options = _options(name)
+    assert "--execute" in options and options["--execute"].default is False
+    assert "--dry-run" not in options  # one rule: no command writes unless told
+
+
+def test_every_command_that_writes_is_listed() -> None:
+    writers = {n for n in LEAVES if "--execute" in _options(n)}
+    assert writers == CHANGES_A_CLUSTER
+    for name in WRITES_BY_PURPOSE:
+        assert name in LEAVES
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["consume", "t", "--from", "yesterday"], "--from: not a position"),
+        (["consume", "t", "--to", "soon"], "--to: not a position"),
+        (["replay", "t", "--from", "earliest", "--to", "x"], "--to: not a position"),
+        (["consume", "t:x"], "TOPIC: bad partition list"),
+        (["offsets", "reset", "-g", "g", "-t", "t", "--to", "nope"], "--to: not a position"),
+        (["dlq", "list", "t-dlq", "--since", "then"], "--since:"),
+        (["replay", "t", "--from", "earliest", "-H", "novalue"], "--header expects NAME=VALUE"),
+    ],
+)
+def test_a_value_refused_names_its_flag(args: list[str], said: str) -> None:
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code != 0
+    shown = result.output + str(result.exception or "")
+    assert said in shown, shown
+
+
+def test_json_and_another_format_are_refused() -> None:
+    for args in (
+        ["consume", "t", "--json", "--format", "table"],
+        ["describe", "f.py", "--json", "-f", "mermaid"],
+    ):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 1
+        assert "--json and --format" in result.output
+    assert _parsed("consume", ["t", "--json", "--format", "json"])["as_json"] is True
+
+
+def test_a_type_the_schemas_do_not_know_is_refused_before_reading() -> None:
+    result = CliRunner().invoke(
+        app,
+        ["consume", "orders", "--type", "order.plaecd", "--schemas", "streams/examples/schemas"],
+    )
+    assert result.exit_code == 1
+    assert "--type order.plaecd: no schemas for type 'order.plaecd' (known:" in result.output
+    assert len(result.output.strip().splitlines()) == 1

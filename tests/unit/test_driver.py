@@ -10,6 +10,7 @@ import pytest
 from streams.codec import EncodeError
 from streams.codec.envelope_wire import envelope_value, type_version_bytes
 from streams.envelope import Envelope
+from streams.errors import StreamsError
 from streams.schemas import default_catalog
 from streams.testing import TestDriver
 from streams.topology import (
@@ -314,3 +315,10 @@ def test_unknown_input_topic_is_an_error() -> None:
         pytest.raises(Exception, match="does not read 'nope'"),
     ):
         d.pipe("nope", order(1))
+
+
+def test_reading_a_topic_the_topology_does_not_write_is_an_error() -> None:
+    with TestDriver(build(lambda s: s.to(owned("out"), type=T, version=V))) as d:
+        assert d.read("app-out") == []  # written by the topology, nothing yet
+        with pytest.raises(StreamsError, match="does not write 'app-otu'"):
+            d.read("app-otu")  # a typo is not "no output"

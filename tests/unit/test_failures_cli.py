@@ -23,7 +23,7 @@ def streams(*args: str) -> Result:
     ("args", "message"),
     [
         (["show", "app-t-dlq", "--record", "3"], "--record expects PARTITION:OFFSET, got '3'"),
-        (["replay", "app-t-dlq", "-r", "a:1"], "--record expects PARTITION:OFFSET"),
+        (["replay", "app-t-dlq", "--record", "a:1"], "--record expects PARTITION:OFFSET"),
         (["list", "app-t-dlq", "--since", "yesterday"], "--since: not a time or a duration"),
         (["show", "app-t-dlq", "--until", "-5m"], "--until: not a time or a duration"),
         # A time without a zone names a different instant on every machine: refused.
