@@ -55,7 +55,7 @@ from streams.observability.server import InstanceServer
 from streams.pipeline.chain import Intake
 from streams.pipeline.commit import Committer
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure
-from streams.pipeline.failure import OnSkip, failure_topics
+from streams.pipeline.failure import OnSkip
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
 from streams.runtime.assembly import Assembly
@@ -64,6 +64,7 @@ from streams.runtime.config import RuntimeConfig
 from streams.runtime.stall import StallWatch
 from streams.state import StateManager
 from streams.topology import Topology
+from streams.topology.failure_topics import failure_topics
 from streams.topology.plan import Plan
 
 

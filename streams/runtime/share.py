@@ -31,7 +31,7 @@ from streams.failures.topics import ensure_failure_topics
 from streams.logs import get_logger
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure
 from streams.pipeline.execute import Attempt
-from streams.pipeline.failure import OnSkip, failure_topics
+from streams.pipeline.failure import OnSkip
 from streams.pipeline.produce import OutputSink
 from streams.pipeline.record import Record
 from streams.pipeline.share import share_chain
@@ -41,6 +41,7 @@ from streams.runtime.config import RuntimeConfig
 from streams.runtime.query import UnknownTableError
 from streams.schemas import default_catalog
 from streams.topology import Topology
+from streams.topology.failure_topics import failure_topics
 from streams.topology.plan import Plan
 
 
