@@ -62,6 +62,7 @@ from streams.runtime.assembly import Assembly
 from streams.runtime.clients import Clients, KafkaClients
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.stall import StallWatch
+from streams.runtime.topics import prepare_topics
 from streams.state import StateManager
 from streams.topology import Topology
 from streams.topology.failure_topics import failure_topics
@@ -220,10 +221,13 @@ class Runtime:
         return self._tables.answer(table, key)
 
     def start(self) -> None:
-        """Before the first turn: create the retry tiers and DLQs, prepare commits (changelog
-        topics, the first transaction), subscribe. Blocks on the broker; on failure
-        everything the instance holds is released before the error propagates."""
+        """Before the first turn: check the inputs, create the owned topics, the retry tiers
+        and DLQs (``prepare_topics``: the first thing created, once every option was
+        checked and the ports bound), prepare commits (changelog topics, the first
+        transaction), subscribe. Blocks on the broker; on failure everything the instance
+        holds is released before the error propagates."""
         try:
+            prepare_topics(self._topics, self.topology)
             for topics in failure_topics(self.topology):
                 ensure_failure_topics(self._topics, topics)
             if self._local.stores is not None:

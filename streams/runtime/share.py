@@ -39,6 +39,7 @@ from streams.pipeline.stats import Stats
 from streams.runtime.clients import KafkaClients
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.query import UnknownTableError
+from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.topology import Topology
 from streams.topology.failure_topics import failure_topics
@@ -124,7 +125,10 @@ class ShareRuntime:
         self._stopping = True
 
     def start(self) -> None:
-        """Create the DLQs, start the group at the earliest offset when new, subscribe."""
+        """Check the inputs, create the owned topics and the DLQs (``prepare_topics``: the
+        first thing created, once every option was checked and the ports bound), start the
+        group at the earliest offset when new, subscribe."""
+        prepare_topics(self._topics, self.topology)
         for topics in failure_topics(self.topology):
             ensure_failure_topics(self._topics, topics)
         set_share_offset_reset(
