@@ -320,7 +320,7 @@ class Runtime:
         finally:
             self.health.restoring = False
         self.health.assigned = True
-        self.stats.partitions = len(self._partitions)
+        self._count_partitions()
         self.stats.rebalances += 1
         self.stats.rebalance_seconds += time.monotonic() - started
         self._log.info("partitions assigned", partitions=_names(keys))
@@ -342,6 +342,14 @@ class Runtime:
         self.stats.rebalance_seconds += time.monotonic() - started
         self._log.warning("partitions lost", partitions=_names(keys))
 
+    def _count_partitions(self) -> None:
+        """Every partition assigned, and those of the inputs the user named (not the
+        repartition topics and retry tiers serving them): what the status line shows."""
+        internal = set(self.topology.repartition_topics)
+        inputs = set(self.topology.topics_read) - internal
+        self.stats.partitions = len(self._partitions)
+        self.stats.input_partitions = sum(1 for t, _ in self._partitions if t in inputs)
+
     def _leave(self, keys: list[TP], *, clean: bool) -> None:
         guard = self._local.guard
         if guard is not None:
@@ -350,7 +358,7 @@ class Runtime:
         self._chain.head.revoked(keys)
         self._chain.pauses.forget(keys)
         self._partitions.remove(keys)
-        self.stats.partitions = len(self._partitions)
+        self._count_partitions()
 
     # -- status ----------------------------------------------------------------------------
     def _tick(self) -> None:
