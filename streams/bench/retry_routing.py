@@ -24,6 +24,7 @@ from streams.failures.topics import FailureTopics
 from streams.failures.waiting import waiting_store_name
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
+from streams.state.changelog import changelog_topic
 from streams.testing.topics import unique_topic_name
 from streams.topology import load_topology
 from streams.topology.loader import import_file
@@ -46,7 +47,7 @@ def _rate(ctx: BenchContext, source: str, retry: str) -> float:
     owned = list(topology.topics_written)
     if topology.retry is not None:
         owned += FailureTopics.for_input(app_id, source, topology.retry).all
-        owned.append(f"{app_id}-{waiting_store_name(source)}-changelog")
+        owned.append(changelog_topic(app_id, waiting_store_name(app_id, source)))
     cmd = [sys.executable, "-m", "streams", "run", str(PAYMENTS), "--app-id", app_id]
     cmd += ["--set", f"input={source}", "--set", f"retry={retry}"]
     cmd += ["--bootstrap", ctx.bootstrap, "--no-status"]

@@ -55,7 +55,7 @@ def _kill_a_node_mid_stream(cluster: LocalCluster, folder: str, count: int) -> s
     orders = list(import_file(example_path("orders")).sample_orders(count, seed=7))
     codec = AvroCodec(default_catalog())
     config = RuntimeConfig(bootstrap=cluster.bootstrap, state_dir=f"{folder}/state")
-    prepare_topics(config.topics(admin), topology)  # as `streams run` does first
+    prepare_topics(config.topics(admin), topology)  # the output, before its reader attaches
     half = count // 2
     with running(topology, config), TopicReader(cluster.bootstrap, output) as reader:
         produce_envelopes(cluster.bootstrap, source, orders[:half], codec)

@@ -33,7 +33,7 @@ when read (``record.failure``): nothing here parses them again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from enum import Enum
 from typing import NamedTuple
@@ -89,6 +89,7 @@ class FailureHandler:
         *,
         store_for: StoreFactory | None = None,
         metrics: FailureMetrics | None = None,
+        retried: Collection[str] | None = None,
     ) -> None:
         self.app_id = app_id
         self.policy = policy
@@ -96,10 +97,22 @@ class FailureHandler:
         self.metrics = metrics or FailureMetrics()
         self._store_for = store_for
         self._rooms: dict[tuple[str, int], Room] = {}
+        # The inputs with retry tiers (None: all). A record of another input is never
+        # parked, and a failure there goes to the DLQ: it has no tier to wait in.
+        self._retried = None if retried is None else frozenset(retried)
+        self._dead_letters = FailureRouter(app_id, RetryPolicy.no_retries())
+
+    def _ordered(self, topic: str) -> bool:
+        """Whether records of input ``topic`` keep their key's order through retries."""
+        return self.policy.ordered and self._has_tiers(topic)
+
+    def _has_tiers(self, topic: str) -> bool:
+        return self._retried is None or topic in self._retried
 
     # -- topics ----------------------------------------------------------------------------
     def failure_topics(self, input_topic: str) -> FailureTopics:
-        return FailureTopics.for_input(self.app_id, input_topic, self.policy)
+        policy = self.policy if self._has_tiers(input_topic) else RetryPolicy.no_retries()
+        return FailureTopics.for_input(self.app_id, input_topic, policy)
 
     def topics_to_read(self, inputs: Iterable[str]) -> list[str]:
         """The inputs and their retry tiers: what the runtime subscribes to."""
@@ -140,9 +153,10 @@ class FailureHandler:
         the process died: that head is processed again.
         """
         key = record.key
-        if key is None or not self.policy.ordered:
-            return Admission(Decision.PROCESS, record)
         info = record.failure
+        origin = info.origin if info is not None else record.coordinates
+        if key is None or not self._ordered(origin.topic):
+            return Admission(Decision.PROCESS, record)
         if info is None:
             coordinates = record.coordinates
             room = self._rooms.get((coordinates.topic, coordinates.partition))
@@ -150,7 +164,6 @@ class FailureHandler:
                 room = self.room(coordinates.topic, coordinates.partition)  # its store may know
             if room is None or not room.is_blocked(key):  # the common case: nothing waits
                 return Admission(Decision.PROCESS, record)
-        origin = info.origin if info is not None else record.coordinates
         room = self.room(origin.topic, origin.partition)
         head = room.head(key)
         if info is None:
@@ -201,14 +214,15 @@ class FailureHandler:
         info = record.failure
         router = self.router if policy is None else FailureRouter(self.app_id, policy)
         detached = self._detached(record, info)
-        if detached:  # settled once already: no retries that would reorder its key
-            router = FailureRouter(self.app_id, RetryPolicy.no_retries())
+        origin = info.origin if info is not None else record.coordinates
+        if detached or not self._has_tiers(origin.topic):
+            # settled once already (no retries that would reorder its key), or no tier
+            router = self._dead_letters
         route = router.route(record, exc, stage=stage, step=step, now=now)
         self.metrics.routed(route)
         if route.dead_letter:
             return route, self._settle(record, info)
-        if self.policy.ordered and record.key is not None and not detached:
-            origin = route.info.origin
+        if self._ordered(origin.topic) and record.key is not None and not detached:
             self.room(origin.topic, origin.partition).failed(
                 record.key, _parked(record, origin, route.headers, route.info)
             )
@@ -216,17 +230,17 @@ class FailureHandler:
 
     def _detached(self, record: RecordLike, info: FailureInfo | None) -> bool:
         """An input record read again after its key moved past it (see ``on_record``)."""
-        if info is not None or record.key is None or not self.policy.ordered:
-            return False
         coordinates = record.coordinates
+        if info is not None or record.key is None or not self._ordered(coordinates.topic):
+            return False
         room = self._rooms.get((coordinates.topic, coordinates.partition))
         head = room.head(record.key) if room is not None else None
         return head is not None and head.coordinates.offset > coordinates.offset
 
     def _settle(self, record: RecordLike, info: FailureInfo | None) -> ParkedRecord | None:
-        if not self.policy.ordered or record.key is None:
-            return None
         origin = info.origin if info is not None else record.coordinates
+        if record.key is None or not self._ordered(origin.topic):
+            return None
         room = self._rooms.get((origin.topic, origin.partition))
         if room is None and self._store_for is not None:
             room = self.room(origin.topic, origin.partition)  # its store may know the key

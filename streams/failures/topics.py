@@ -1,8 +1,10 @@
 """Derived names of the retry and dead-letter topics, and their creation.
 
 Names are never typed by hand: ``<app>-<topic>-retry-<n>`` (n from 1) and
-``<app>-<topic>-dlq``. Each is created with the input topic's partition count, so a
-record keeps its partition number (and its key's co-partitioning) through retries.
+``<app>-<topic>-dlq``, where a ``<topic>`` the app owns already (it starts with
+``<app>-``: a repartition topic, an owned output read back) is not prefixed again
+(``topic_stem``). Each is created with the input topic's partition count, so a record
+keeps its partition number (and its key's co-partitioning) through retries.
 """
 
 from __future__ import annotations
@@ -29,21 +31,31 @@ def _checked(name: str) -> str:
     return name
 
 
+def topic_stem(app_id: str, topic: str) -> str:
+    """What follows ``<app>-`` in the names ``app_id`` derives from ``topic``: ``topic``
+    without its ``<app>-`` prefix (``topic`` itself when it has none), so the retry tiers
+    of ``shop-rekeyed`` under app ``shop`` are ``shop-rekeyed-retry-<n>``, not
+    ``shop-shop-rekeyed-retry-<n>``. Inputs ``x`` and ``<app>-x`` share a stem: a
+    topology reading both is refused (``streams.topology.names.shared_stems``)."""
+    prefix = f"{app_id}-"
+    return topic[len(prefix) :] if topic.startswith(prefix) and len(topic) > len(prefix) else topic
+
+
 def retry_topic(app_id: str, topic: str, tier: int) -> str:
-    """``<app>-<topic>-retry-<tier>``; tiers count from 1."""
+    """``<app>-<topic>-retry-<tier>`` (``topic_stem``); tiers count from 1."""
     if tier < 1:
         raise FailureTopicError(f"retry tiers count from 1, got {tier}")
-    return _checked(f"{app_id}-{topic}-retry-{tier}")
+    return _checked(f"{app_id}-{topic_stem(app_id, topic)}-retry-{tier}")
 
 
 def dlq_topic(app_id: str, topic: str) -> str:
-    """``<app>-<topic>-dlq``."""
-    return _checked(f"{app_id}-{topic}-dlq")
+    """``<app>-<topic>-dlq`` (``topic_stem``)."""
+    return _checked(f"{app_id}-{topic_stem(app_id, topic)}-dlq")
 
 
 def retry_tier_of(app_id: str, topic: str, name: str) -> int | None:
     """The tier number when ``name`` is a retry topic of ``app_id``/``topic``, else None."""
-    prefix = f"{app_id}-{topic}"
+    prefix = f"{app_id}-{topic_stem(app_id, topic)}"
     if not name.startswith(prefix):
         return None
     match = _RETRY_SUFFIX.fullmatch(name[len(prefix) :])

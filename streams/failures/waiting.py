@@ -30,15 +30,17 @@ from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from streams.failures.topics import topic_stem
+
 K = TypeVar("K", bound=Hashable)
 K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
 T = TypeVar("T")
 
 
-def waiting_store_name(topic: str) -> str:
+def waiting_store_name(app_id: str, topic: str) -> str:
     """The store holding the waiting rooms of ``topic``'s partitions (its changelog is
-    ``<app>-<topic>-waiting-changelog``)."""
-    return f"{topic}-waiting"
+    ``<app>-<topic>-waiting-changelog``, the app id once: ``topic_stem``)."""
+    return f"{topic_stem(app_id, topic)}-waiting"
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,12 +35,7 @@ from streams.observability.tracing import tracing
 from streams.pipeline.commit import Commit, Committer
 from streams.pipeline.concurrency import ConcurrentCommits, Concurrently
 from streams.pipeline.execute import Attempt
-from streams.pipeline.failure import (
-    OnSkip,
-    RetryOrDeadLetter,
-    StopSkipOrDeadLetter,
-    failure_topics,
-)
+from streams.pipeline.failure import OnSkip, RetryOrDeadLetter, StopSkipOrDeadLetter
 from streams.pipeline.gate import WaitForDue
 from streams.pipeline.offsets import Partitions, Track
 from streams.pipeline.pauses import ConsumerControl, Pauses
@@ -52,6 +47,7 @@ from streams.pipeline.timers import Timers
 from streams.pipeline.traced import TracedAttempt
 from streams.state import StateManager
 from streams.topology.async_steps import Awaiter, LoopThread
+from streams.topology.failure_topics import failure_topics
 from streams.topology.joins import stream_table_sides
 from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology

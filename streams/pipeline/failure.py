@@ -37,7 +37,6 @@ from streams.failures.metrics import FailureMetrics
 from streams.failures.parked import ParkedRecord, TransactionWaitingStore
 from streams.failures.policy import RetryPolicy
 from streams.failures.routing import FailureRouter, Route
-from streams.failures.topics import FailureTopics
 from streams.failures.waiting import waiting_store_name
 from streams.logs import Logger
 from streams.pipeline.execute import Attempt
@@ -46,6 +45,7 @@ from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Forward, Step
 from streams.state import MemoryBackend, StateManager
+from streams.topology.failure_topics import retried_inputs
 from streams.topology.nodes import StepKind
 from streams.topology.policy import (
     ErrorAction,
@@ -262,24 +262,20 @@ def widest_policy(topology: Topology) -> RetryPolicy | None:
     return max(policies, key=lambda p: p.tiers) if policies else None
 
 
-def failure_topics(topology: Topology) -> list[FailureTopics]:
-    """The retry tiers and DLQ of each input (the DLQ alone when routing is off: records
-    that cannot be decoded go there by default)."""
-    widest = widest_policy(topology) or RetryPolicy.no_retries()
-    return [FailureTopics.for_input(topology.app_id, t, widest) for t in topology.topics_read]
-
-
 def failure_handler(topology: Topology, state: StateManager | None) -> FailureHandler | None:
-    """The handler of a topology that routes failures (None for one that does not), its
-    waiting rooms kept as stores of ``state`` (``<app>-<input>-waiting``, memory backend,
-    changelog-backed like any store: restored on assignment, made durable at each
-    commit)."""
+    """The handler of a topology that routes failures (None for one that does not), with
+    a waiting room for each input that has retry tiers (``retried_inputs``), kept as a
+    store of ``state`` (``<app>-<input>-waiting``, memory backend, changelog-backed like
+    any store: restored on assignment, made durable at each commit)."""
     widest = widest_policy(topology)
     if widest is None or state is None:
         return None
+    retried = retried_inputs(topology)
     stores = {
-        topic: state.add_store(waiting_store_name(topic), MemoryBackend(), source_topic=topic)
-        for topic in topology.topics_read
+        topic: state.add_store(
+            waiting_store_name(topology.app_id, topic), MemoryBackend(), source_topic=topic
+        )
+        for topic in retried
     }
 
     def room_store(topic: str, partition: int) -> TransactionWaitingStore:
@@ -287,7 +283,7 @@ def failure_handler(topology: Topology, state: StateManager | None) -> FailureHa
         return TransactionWaitingStore(lambda: store.partition(partition).transaction())
 
     policy = topology.retry or widest.no_retries()
-    return FailureHandler(topology.app_id, policy, store_for=room_store)
+    return FailureHandler(topology.app_id, policy, store_for=room_store, retried=retried)
 
 
 def needs_range_assignor(topology: Topology) -> bool:

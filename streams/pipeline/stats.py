@@ -13,7 +13,8 @@ class Stats:
     consumed: int = 0  # records tracked (``Track``)
     produced: int = 0  # outputs sent (``Produce``)
     skipped: int = 0  # records a SKIP error policy let go
-    partitions: int = 0
+    partitions: int = 0  # assigned: inputs, repartition topics, retry tiers
+    input_partitions: int = 0  # assigned partitions of the topics the user named as inputs
     lag: int | None = None
     rebalances: int = 0
     rebalance_seconds: float = 0.0  # time spent in the rebalance callbacks

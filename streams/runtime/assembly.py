@@ -175,11 +175,13 @@ class Assembly:
 
     @cached_property
     def metrics_server(self) -> InstanceServer | None:
-        """The metrics port's server (None without metrics), bound when it starts."""
+        """The metrics port's server (None without metrics), its port bound now: a port
+        taken refuses the instance before it created anything."""
         metrics, port = self.metrics, self.config.metrics_port
         if metrics is None or port is None:
             return None
-        return InstanceServer(port, self.health, exposition=metrics.exposition, query=self._query)
+        server = InstanceServer(port, self.health, exposition=metrics.exposition, query=self._query)
+        return server.bind()
 
     @cached_property
     def topics(self) -> Topics:

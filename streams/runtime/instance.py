@@ -8,14 +8,12 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
-from streams.cluster import admin_client
 from streams.pipeline.stats import Stats
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.runner import Runtime
 from streams.runtime.share import ShareRuntime
 from streams.runtime.signals import graceful_shutdown
 from streams.runtime.status import StatusReporter
-from streams.runtime.topics import prepare_topics
 from streams.state import StateManager
 from streams.topology import Topology
 from streams.topology.plan import Plan
@@ -84,13 +82,14 @@ def run_instance(
     live: bool | None = None,
     on_tick: Callable[[Stats], None] | None = None,
 ) -> Instance:
-    """Create owned topics, then run until SIGINT/SIGTERM (graceful: finish, flush,
-    commit, close; a second signal forces exit). Must be called on the main thread.
+    """Run until SIGINT/SIGTERM (graceful: finish, flush, commit, close; a second signal
+    forces exit). Nothing is created on the cluster before every option was checked (the
+    runtime's construction) and the ports bound (``run``): its ``start`` creates the
+    owned topics. Must be called on the main thread.
     ``on_tick(stats)`` is called with the status, on the runtime's thread, every
     ``status_interval_s``. A topology on a share group runs as a ``ShareRuntime`` worker.
     Returns the stopped runtime (its counters, for a summary).
     Raises RuntimeFailure (and MissingTopicError) like ``Runtime.run``."""
-    prepare_topics(config.topics(admin_client(config.bootstrap, config.client)), topology)
     reporter = StatusReporter(topology.app_id, live=live, interval_s=config.status_interval_s)
 
     def tick(stats: Stats) -> None:

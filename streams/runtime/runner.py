@@ -56,15 +56,17 @@ from streams.observability.server import InstanceServer
 from streams.pipeline.chain import Intake
 from streams.pipeline.commit import Committer
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure
-from streams.pipeline.failure import OnSkip, failure_topics
+from streams.pipeline.failure import OnSkip
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
 from streams.runtime.assembly import Assembly
 from streams.runtime.clients import Clients, KafkaClients
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.stall import StallWatch
+from streams.runtime.topics import prepare_topics
 from streams.state import StateManager
 from streams.topology import Topology
+from streams.topology.failure_topics import failure_topics
 from streams.topology.plan import Plan
 
 
@@ -231,10 +233,13 @@ class Runtime:
         return self._tables.answer(table, key, params)
 
     def start(self) -> None:
-        """Before the first turn: create the retry tiers and DLQs, prepare commits (changelog
-        topics, the first transaction), subscribe. Blocks on the broker; on failure
-        everything the instance holds is released before the error propagates."""
+        """Before the first turn: check the inputs, create the owned topics, the retry tiers
+        and DLQs (``prepare_topics``: the first thing created, once every option was
+        checked and the ports bound), prepare commits (changelog topics, the first
+        transaction), subscribe. Blocks on the broker; on failure everything the instance
+        holds is released before the error propagates."""
         try:
+            prepare_topics(self._topics, self.topology)
             for topics in failure_topics(self.topology):
                 ensure_failure_topics(self._topics, topics)
             if self._local.stores is not None:
@@ -327,7 +332,7 @@ class Runtime:
         finally:
             self.health.restoring = False
         self.health.assigned = True
-        self.stats.partitions = len(self._partitions)
+        self._count_partitions()
         self.stats.rebalances += 1
         self.stats.rebalance_seconds += time.monotonic() - started
         self._log.info("partitions assigned", partitions=_names(keys))
@@ -349,6 +354,14 @@ class Runtime:
         self.stats.rebalance_seconds += time.monotonic() - started
         self._log.warning("partitions lost", partitions=_names(keys))
 
+    def _count_partitions(self) -> None:
+        """Every partition assigned, and those of the inputs the user named (not the
+        repartition topics and retry tiers serving them): what the status line shows."""
+        internal = set(self.topology.repartition_topics)
+        inputs = set(self.topology.topics_read) - internal
+        self.stats.partitions = len(self._partitions)
+        self.stats.input_partitions = sum(1 for t, _ in self._partitions if t in inputs)
+
     def _leave(self, keys: list[TP], *, clean: bool) -> None:
         guard = self._local.guard
         if guard is not None:
@@ -357,7 +370,7 @@ class Runtime:
         self._chain.head.revoked(keys)
         self._chain.pauses.forget(keys)
         self._partitions.remove(keys)
-        self.stats.partitions = len(self._partitions)
+        self._count_partitions()
 
     # -- status ----------------------------------------------------------------------------
     def _tick(self) -> None:

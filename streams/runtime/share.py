@@ -32,7 +32,7 @@ from streams.failures.topics import ensure_failure_topics
 from streams.logs import get_logger
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure
 from streams.pipeline.execute import Attempt
-from streams.pipeline.failure import OnSkip, failure_topics
+from streams.pipeline.failure import OnSkip
 from streams.pipeline.produce import OutputSink
 from streams.pipeline.record import Record
 from streams.pipeline.share import share_chain
@@ -40,8 +40,10 @@ from streams.pipeline.stats import Stats
 from streams.runtime.clients import KafkaClients
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.query import UnknownTableError
+from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.topology import Topology
+from streams.topology.failure_topics import failure_topics
 from streams.topology.plan import Plan
 
 
@@ -131,7 +133,10 @@ class ShareRuntime:
         self._stopping = True
 
     def start(self) -> None:
-        """Create the DLQs, start the group at the earliest offset when new, subscribe."""
+        """Check the inputs, create the owned topics and the DLQs (``prepare_topics``: the
+        first thing created, once every option was checked and the ports bound), start the
+        group at the earliest offset when new, subscribe."""
+        prepare_topics(self._topics, self.topology)
         for topics in failure_topics(self.topology):
             ensure_failure_topics(self._topics, topics)
         set_share_offset_reset(

@@ -21,6 +21,14 @@ def _failures_text(failures: dict[str, Any]) -> str:
     )
 
 
+def _partitions_text(stats: Stats) -> str:
+    """``3 input partitions (12 assigned)``: the inputs' partitions, then every partition
+    the instance holds when repartition topics or retry tiers add some."""
+    text = f"{stats.input_partitions} input partitions"
+    extra = stats.partitions != stats.input_partitions
+    return f"{text} ({stats.partitions} assigned)" if extra else text
+
+
 class StatusReporter:
     """Called once per loop turn; shows the stats at most every ``interval_s``.
 
@@ -56,7 +64,7 @@ class StatusReporter:
         lag = "?" if stats.lag is None else f"{stats.lag:,}"
         if self.live:
             line = (
-                f"{self.app_id}: {stats.partitions} partitions | {stats.consumed:,} in "
+                f"{self.app_id}: {_partitions_text(stats)} | {stats.consumed:,} in "
                 f"({rate:,.0f}/s) | {stats.produced:,} out | lag {lag}"
                 + (f" | {stats.skipped:,} skipped" if stats.skipped else "")
                 + (f" | {stats.duplicates:,} duplicates" if stats.duplicates else "")
@@ -75,6 +83,7 @@ class StatusReporter:
                 rate=round(rate),
                 lag=stats.lag,
                 partitions=stats.partitions,
+                input_partitions=stats.input_partitions,
                 **stats.failures,
             )
 

@@ -31,7 +31,6 @@ from streams.envelope import Envelope
 from streams.errors import StreamsError
 from streams.failures.headers import parse_failure_headers
 from streams.failures.routing import Route
-from streams.pipeline.failure import failure_topics
 from streams.pipeline.stats import Stats
 from streams.runtime import RuntimeConfig
 from streams.runtime.instance import runtime_for
@@ -41,6 +40,7 @@ from streams.testing.memory import MemoryCluster, StoredRecord
 from streams.testing.memory.admin import MemoryClients
 from streams.topology.aggregate import read_table, table_spec
 from streams.topology.errors import TopologyError
+from streams.topology.failure_topics import failure_topics
 from streams.topology.partitioning import partition_for
 from streams.topology.policy import ProcessingError, ProcessingFailure
 from streams.topology.reply import REPLY_TO

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.failures.policy import RetryPolicy
-from streams.failures.topics import FailureTopics
+from streams.topology.failure_topics import failure_topics
 from streams.topology.nodes import (
     ANY_TYPE,
     DEFAULT_OUTPUT,
@@ -94,8 +93,9 @@ def describe_text(t: Topology) -> str:
         lines.append(f"  retry: {t.retry.describe() if t.retry else 'per step'}")
     else:
         lines.append("  retry: none (undecodable records and on_error='dlq' to the DLQ)")
-    for topic, tiers in _failure_topics(t).items():
-        lines.append(f"  {topic}: retry tiers {', '.join(tiers.retries) or '-'}; DLQ {tiers.dlq}")
+    for tiers in failure_topics(t):
+        retries = ", ".join(tiers.retries) or "-"
+        lines.append(f"  {tiers.topic}: retry tiers {retries}; DLQ {tiers.dlq}")
     if t.processing_guarantee != "at_least_once":
         lines.append(f"Processing guarantee: {t.processing_guarantee}")
     if t.consumption == "share":
@@ -116,17 +116,6 @@ def _concurrency(t: Topology) -> str:
     if not t.concurrent:
         return "1 record at a time (async steps awaited one by one)"
     return f"up to {t.concurrency} records in flight, {_ORDERS[t.ordering]}"
-
-
-def _failure_topics(t: Topology) -> dict[str, FailureTopics]:
-    """The retry tiers and DLQ of each input topic: tiers cover the widest policy, and
-    records that cannot be decoded go to the DLQ even without retries (topology.policy)."""
-    widest = (
-        max(t.retry_policies, key=lambda p: p.tiers)
-        if t.retry_policies
-        else RetryPolicy.no_retries()
-    )
-    return {topic: FailureTopics.for_input(t.app_id, topic, widest) for topic in t.topics_read}
 
 
 def _node_data(t: Topology, node: Node) -> dict[str, Any]:
@@ -199,8 +188,8 @@ def describe_data(t: Topology) -> dict[str, Any]:
         "failures": {
             "retry": t.retry.describe() if t.retry else None,
             "topics": {
-                topic: {"retry": list(tiers.retries), "dlq": tiers.dlq}
-                for topic, tiers in _failure_topics(t).items()
+                tiers.topic: {"retry": list(tiers.retries), "dlq": tiers.dlq}
+                for tiers in failure_topics(t)
             },
         },
     }

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from streams.failures.policy import RetryPolicy
 from streams.state.changelog import changelog_topic
 from streams.topology.async_steps import ASYNC_KINDS, is_async
 from streams.topology.errors import TopologyError, TopologyValidationError
+from streams.topology.failure_topics import shared_stems
 from streams.topology.names import Owned, TopicRef, check_app_id, resolve_topic
 from streams.topology.nodes import ANY_TYPE, Node, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.policy import ErrorPolicy
@@ -96,7 +98,11 @@ class Topology:
         problem = check_app_id(app_id)
         if problem:
             raise TopologyError(problem)
-        return self._copy(app_id, self.consumption, self.deliveries)
+        copy = self._copy(app_id, self.consumption, self.deliveries)
+        problems = shared_stems(app_id, copy.topics_read)
+        if problems:
+            raise TopologyError("; ".join(problems))
+        return copy
 
     def shared(self, deliveries: int | None = None) -> Topology:
         """The same topology run on a share group (``streams run --share``). Raises
@@ -147,13 +153,51 @@ class Topology:
 
     def retry_for(self, step: str | None) -> RetryPolicy | None:
         """The retry policy for a failure in ``step``: its own, else the topology's; none
-        for an aggregation (a retry would meet the same state, or the same closed window)."""
+        for a node a retry cannot help (``never_retried``)."""
         node = self.nodes.get(step) if step else None
-        if not isinstance(node, StepNode):
+        if node is None:
             return self.retry
-        if node.kind is StepKind.AGGREGATE:
+        if node.name in self.never_retried:
             return RetryPolicy.no_retries()
-        return node.retry or self.retry
+        return (node.retry if isinstance(node, StepNode) else None) or self.retry
+
+    @cached_property
+    def never_retried(self) -> frozenset[str]:
+        """The nodes whose failures go to the DLQ at once, whatever the policy: sinks (an
+        envelope of the wrong type, or one its schema cannot encode, fails the same way
+        again) and aggregations with every node their updates feed (``to_stream`` and
+        after: they run within the aggregation's attempt, and a retry would meet another
+        state: stream time moved on, the record's window may have closed)."""
+        found = {n.name for n in self.sinks}
+        for step in self.steps:
+            if step.kind is StepKind.AGGREGATE:
+                found |= {step.name, *self.downstream(step.name)}
+        return frozenset(found)
+
+    def input_retry(self, topic: str) -> RetryPolicy | None:
+        """The retry policy with the most tiers among the nodes records of input ``topic``
+        go through (up to the topics they are written to), or None when none of them is
+        retried (``retry_for``): such an input needs no retry tiers and no waiting room.
+        Its DLQ it keeps (``streams.topology.failure_topics``)."""
+        reached = {
+            name
+            for source in self.sources
+            if self.topic(source.topic) == topic
+            for name in self.downstream(source.name)
+        }
+        policies = [p for p in map(self.retry_for, sorted(reached)) if p and p.tiers]
+        return max(policies, key=lambda p: p.tiers) if policies else None
+
+    def downstream(self, start: str) -> set[str]:
+        """Every node records from ``start`` reach, through steps (not through topics)."""
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for kids in self.children(todo.pop()).values():
+                fresh = [k for k in kids if k not in seen]
+                seen.update(fresh)
+                todo += fresh
+        return seen
 
     @property
     def retry_policies(self) -> list[RetryPolicy]:

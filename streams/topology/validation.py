@@ -1,7 +1,8 @@
 """Build-time checks of a topology. Each problem is one sentence naming the node at fault.
 
-Checked: app id and topic names; duplicate and unknown node names; cycles (between steps,
-and through topics: a sink writing a topic the topology reads); outputs that go nowhere;
+Checked: app id and topic names (and inputs whose failure topics would share names);
+duplicate and unknown node names; cycles (between steps, and through topics: a sink
+writing a topic the topology reads); outputs that go nowhere;
 sources and sinks whose ``type``@``version`` the schema catalog does not have; stores
 (legal changelog name, known backend, one source topic) and the processing guarantee.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from streams.topology.aggregate import LATE
+from streams.topology.failure_topics import shared_stems
 from streams.topology.names import check_app_id, check_topic
 from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.stores import store_problems
@@ -97,6 +99,7 @@ def _topics(t: Topology) -> list[str]:
         if topic in read:
             out.append(f"sources {read[topic]!r} and {src.name!r} both read topic {topic!r}")
         read.setdefault(topic, src.name)
+    out += shared_stems(t.app_id, read)
     for sink in t.sinks:
         topic = t.topic(sink.topic)
         bad = check_topic(topic)
@@ -105,24 +108,12 @@ def _topics(t: Topology) -> list[str]:
         # A topic written and read back is a loop when what reads it leads to what writes
         # it (a record would go round for ever); else it is a stage (orders rekeyed to a
         # topic of their own, read by a join).
-        if topic in read and sink.name in _downstream(t, read[topic]):
+        if topic in read and sink.name in t.downstream(read[topic]):
             out.append(
                 f"cycle through topic {topic!r}: sink {sink.name!r} writes the topic "
                 f"source {read[topic]!r} reads"
             )
     return out
-
-
-def _downstream(t: Topology, start: str) -> set[str]:
-    """Every node records from ``start`` reach, through steps (not through topics)."""
-    seen: set[str] = set()
-    todo = [start]
-    while todo:
-        for kids in t.children(todo.pop()).values():
-            fresh = [k for k in kids if k not in seen]
-            seen.update(fresh)
-            todo += fresh
-    return seen
 
 
 def _dead_ends(t: Topology) -> list[str]:

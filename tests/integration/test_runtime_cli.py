@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +82,30 @@ def test_a_missing_source_topic_is_one_line_on_stderr_and_exit_1(kafka_bootstrap
     err = result.stderr.decode()
     assert f"reads topic '{missing}', which does not exist" in err
     assert "Traceback" not in err
+
+
+def test_a_refused_start_creates_no_topic(
+    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: TopicFactory
+) -> None:
+    source = make_topic("cli-orders", partitions=2)
+    app_id = unique_topic_name("refused")
+    cmd = streams_run("--app-id", app_id, "--set", f"input={source}", "-b", kafka_bootstrap)
+
+    def created() -> list[str]:
+        return [t for t in kafka_admin.list_topics(timeout=10).topics if t.startswith(app_id)]
+
+    bad_guarantee = subprocess.run(
+        [*cmd, "--guarantee", "exactly-once"], capture_output=True, timeout=60, check=False
+    )
+    assert bad_guarantee.returncode != 0
+    assert "exactly-once" in bad_guarantee.stderr.decode()
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        port_taken = subprocess.run(
+            [*cmd, "--metrics-port", str(port)], capture_output=True, timeout=60, check=False
+        )
+    assert port_taken.returncode == 1
+    assert f"cannot serve on port {port}" in port_taken.stderr.decode()
+    assert created() == []  # no output, retry tier, DLQ or changelog left behind

@@ -7,6 +7,7 @@ import pytest
 from streams.failures.errors import FailureTopicError
 from streams.failures.policy import RetryPolicy
 from streams.failures.topics import FailureTopics, dlq_topic, retry_tier_of, retry_topic
+from streams.failures.waiting import waiting_store_name
 
 
 def test_names_follow_the_app_topic_convention() -> None:
@@ -24,6 +25,18 @@ def test_names_follow_the_app_topic_convention() -> None:
 
 def test_a_policy_without_retries_needs_only_the_dlq() -> None:
     assert FailureTopics.for_input("a", "t", RetryPolicy.no_retries()).all == ("a-t-dlq",)
+
+
+def test_a_topic_the_app_owns_is_not_prefixed_again() -> None:
+    # a repartition topic (or an owned output read back) already starts with the app id
+    assert retry_topic("nc1", "nc1-counts-repartition", 1) == "nc1-counts-repartition-retry-1"
+    assert dlq_topic("nc1", "nc1-counts-repartition") == "nc1-counts-repartition-dlq"
+    assert retry_tier_of("nc1", "nc1-counts-repartition", "nc1-counts-repartition-retry-2") == 2
+    assert waiting_store_name("nc1", "nc1-counts-repartition") == "counts-repartition-waiting"
+    # only the whole app id followed by a dash counts: other topics keep the prefix
+    assert dlq_topic("nc1", "nc1orders") == "nc1-nc1orders-dlq"
+    assert dlq_topic("nc1", "nc10-orders") == "nc1-nc10-orders-dlq"
+    assert waiting_store_name("nc1", "orders") == "orders-waiting"
 
 
 def test_retry_tiers_are_recognised_by_name() -> None:

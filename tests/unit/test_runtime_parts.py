@@ -100,14 +100,16 @@ def test_the_ports_answer_from_before_the_start_until_the_instance_has_closed() 
         runtime.stop()
 
     runtime = served(at_start, running)
-    query_port = runtime.query_port  # bound at the assembly: the group is told of it
-    assert query_port and runtime.metrics_port is None  # the metrics port: bound by run
+    # Both bound at the assembly: the group is told of the query port, and a port taken
+    # refuses the instance before it created any topic.
+    query_port, metrics_port = runtime.query_port, runtime.metrics_port
+    assert query_port and metrics_port
     runtime.run()
     waiting = (503, "waiting for a partition assignment\n")
     assert seen["start"] == ((200, "ok\n"), waiting)
     assert seen["running"] == ((200, "ok\n"), (200, "ready\n"))
     assert runtime.metrics_port is None and runtime.query_port is None
-    assert given_back(query_port)
+    assert given_back(query_port) and given_back(metrics_port)
 
 
 def test_a_start_that_fails_gives_the_ports_back() -> None:

@@ -16,11 +16,16 @@ def test_describe_lists_the_retry_policy_and_failure_topics() -> None:
     builder.source("payments", type="payment.captured", version=1).map(
         settle, retry=RetryPolicy.no_retries()
     ).to(owned("out"), type="payment.captured", version=1)
+    builder.source("refunds", type="payment.captured", version=1).map(settle).to(
+        owned("refunded"), type="payment.captured", version=1
+    )
     text = builder.build().describe()
     assert "Processor: settle (map, retry: no retries (1 attempts))" in text
     assert "Failures:\n  retry: 1s, 30s (3 attempts)\n" in text
-    assert "  payments: retry tiers pay-payments-retry-1, pay-payments-retry-2; " in text
-    assert "DLQ pay-payments-dlq" in text
+    # settle never retries its payments: they need a DLQ, no tier
+    assert "  payments: retry tiers -; DLQ pay-payments-dlq\n" in text
+    assert "  refunds: retry tiers pay-refunds-retry-1, pay-refunds-retry-2; " in text
+    assert "DLQ pay-refunds-dlq" in text
 
 
 def test_without_a_retry_policy_describe_names_the_dlq_undecodable_records_go_to() -> None:
