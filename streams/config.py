@@ -15,6 +15,11 @@ from typing import Any
 from streams.errors import StreamsError
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
+# The cluster a command asks when told no other, and how long it waits for each request.
+# Here, not in streams.cluster, so the CLI shows them without loading the Kafka client.
+DEFAULT_PORT = 9092  # the local broker's client port (``streams broker up``)
+DEFAULT_BOOTSTRAP = f"127.0.0.1:{DEFAULT_PORT}"
+DEFAULT_TIMEOUT = 10.0
 STATE_DIR_ENV = "STREAMS_STATE_DIR"
 
 

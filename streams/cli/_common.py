@@ -12,8 +12,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from streams.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
-from streams.schemas.catalog import SCHEMAS_DIR_ENV, schemas_dir
+from streams.config import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
 
 # One vocabulary for every command that talks to a cluster: the same names, defaults and
 # help text, so a flag learnt on one command works on the next.
@@ -84,6 +83,8 @@ def use_schemas(folder: Path | None) -> Path:
     """The schemas folder a command uses (see ``streams.schemas.schemas_dir``), exported as
     ``$STREAMS_SCHEMAS`` so every catalog the command loads, in this process or in the
     instances it starts, reads the same folder."""
+    from streams.schemas.catalog import SCHEMAS_DIR_ENV, schemas_dir
+
     chosen = schemas_dir(folder).resolve()
     os.environ[SCHEMAS_DIR_ENV] = str(chosen)
     return chosen

@@ -12,11 +12,9 @@ import sys
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from confluent_kafka import Message
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -29,14 +27,15 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.cli.replay import ABSOLUTE_POSITIONS_HELP
-from streams.cluster import Cluster
-from streams.codec.avro import AvroCodec
 from streams.config import client_settings
-from streams.replay import RecordFilter, parse_position_spec, parse_topic_selection
-from streams.schemas.catalog import default_catalog
-from streams.tools.consume import ConsumeRequest, raw_view, read_batches, view
 
-View = Callable[[Message], dict[str, Any]]
+if TYPE_CHECKING:
+    from confluent_kafka import Message
+    from rich.table import Table
+
+    View = Callable[[Message], dict[str, Any]]
+
+
 DATA_WIDTH = 240  # characters of a payload a table row shows (it wraps)
 
 
@@ -115,6 +114,10 @@ def consume_command(  # noqa: PLR0917 - a command's options
     as text when UTF-8, else base64 (key_base64, value_base64), with the reason under
     "error"; reading goes on. No consumer group is joined and nothing is committed.
     """
+    from streams.cluster import Cluster
+    from streams.replay import RecordFilter, parse_position_spec, parse_topic_selection
+    from streams.tools.consume import ConsumeRequest, read_batches
+
     fmt = Format.json if as_json else output
     request = ConsumeRequest(
         parse_topic_selection(source),
@@ -149,6 +152,10 @@ def _note(message: str) -> None:
 
 
 def _viewer(fmt: Format, schemas: Path | None, with_headers: bool) -> View:
+    from streams.codec.avro import AvroCodec
+    from streams.schemas.catalog import default_catalog
+    from streams.tools.consume import raw_view, view
+
     if fmt is Format.raw:
         return lambda msg: raw_view(msg, with_headers=with_headers)
     use_schemas(schemas)
@@ -171,6 +178,8 @@ def _print_tables(batches: Iterable[list[Message]], show: View, *, streaming: bo
 
 
 def _table(rows: list[dict[str, Any]], *, header: bool) -> Table:
+    from rich.table import Table
+
     table = Table(show_header=header, caption=None if rows or not header else "no records")
     table.add_column("p", justify="right", no_wrap=True)
     table.add_column("offset", justify="right", no_wrap=True)

@@ -10,8 +10,6 @@ import typer
 
 from streams.cli._common import JsonOpt, SchemasOpt, print_json, use_schemas
 from streams.config import parse_key_values
-from streams.topology import load_topology
-from streams.topology.describe import describe_data
 
 # Shared with ``streams run``: how a topology file is selected and parametrised.
 AppIdOpt = typer.Option(
@@ -53,6 +51,9 @@ def describe(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Print a topology: its nodes and links, and the topics it reads, writes and owns."""
+    from streams.topology import load_topology
+    from streams.topology.describe import describe_data
+
     use_schemas(schemas)
     topology = load_topology(file, app_id=app_id, params=parse_params(params))
     if as_json:

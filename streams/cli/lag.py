@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.live import Live
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -28,15 +27,21 @@ from streams.cli._common import (
     human_duration,
     print_json,
 )
-from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.replay.lag import TopicLag, lag, over_threshold
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from streams.replay.lag import TopicLag
+
 
 THRESHOLD_EXIT = 3
 GroupsOpt = typer.Option([], "--group", "-g", metavar="GROUP", help="Only this group (repeatable).")
 
 
 def _table(rows: list[TopicLag], threshold: int | None) -> Table:
+    from rich.table import Table
+
     table = Table(title=f"consumer lag ({time.strftime('%H:%M:%S')})")
     columns = ("group", "topic", "state", "members", "partitions", "lag", "max/partition")
     for col in (*columns, "time lag"):
@@ -76,6 +81,11 @@ def lag_command(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Lag per consumer group and topic (all groups unless --group)."""
+    from rich.live import Live
+
+    from streams.cluster import Cluster
+    from streams.replay.lag import lag, over_threshold
+
     cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     if watch and console.is_terminal and not as_json:
         with Live(_table(lag(cluster, groups), threshold), console=console) as live:

@@ -7,9 +7,9 @@ Plans import and export in the CSV shape of Kafka's ``kafka-consumer-groups``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -21,20 +21,11 @@ from streams.cli._common import (
     print_json,
 )
 from streams.cli.replay import POSITIONS_HELP
-from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.replay import (
-    ResetPlan,
-    execute_reset,
-    group_offsets,
-    parse_position_spec,
-    parse_topic_selection,
-    plan_from_offsets,
-    plan_reset,
-    read_plan,
-    write_plan,
-)
-from streams.replay.errors import ReplayError
+
+if TYPE_CHECKING:
+    from streams.replay import ResetPlan
+
 
 app = typer.Typer(help="Show and reset consumer-group offsets.", no_args_is_help=True)
 
@@ -67,6 +58,11 @@ def show(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Committed offset, log end offset and lag per partition, and the group's members."""
+    from rich.table import Table
+
+    from streams.cluster import Cluster
+    from streams.replay import group_offsets
+
     offsets = group_offsets(
         Cluster(bootstrap, timeout, client_settings(config_file, client)), group
     )
@@ -89,6 +85,8 @@ def show(  # noqa: PLR0917 - a command's options
 
 
 def _print_plan(plan: ResetPlan) -> None:
+    from rich.table import Table
+
     table = Table(title=f"reset plan for group {plan.group}")
     for col in ("topic", "partition", "current", "new", "log start", "log end"):
         table.add_column(col, justify="left" if col == "topic" else "right")
@@ -126,6 +124,18 @@ def reset(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Plan (and with --execute, apply) new committed offsets for a stopped group."""
+    from streams.cluster import Cluster
+    from streams.replay import (
+        execute_reset,
+        parse_position_spec,
+        parse_topic_selection,
+        plan_from_offsets,
+        plan_reset,
+        read_plan,
+        write_plan,
+    )
+    from streams.replay.errors import ReplayError
+
     if position is not None and to is not None:
         raise ReplayError("give the position once: as an argument or with --to")
     position = position if position is not None else to

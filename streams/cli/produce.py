@@ -26,25 +26,14 @@ from streams.cli._common import (
     print_json,
     use_schemas,
 )
-from streams.cluster import Cluster
-from streams.codec.avro import AvroCodec
-from streams.codec.jsonmap import envelope_fields
 from streams.config import client_settings
-from streams.schemas.catalog import default_catalog
-from streams.tools.produce import (
-    DEFAULT_SOURCE,
-    EnvelopeMaker,
-    KeySpec,
-    ProduceInputError,
-    dry_run,
-    parse_rate,
-    parse_type_ref,
-    produce_lines,
-)
+from streams.tools import DEFAULT_SOURCE
 
 
 @contextmanager
 def _input(path: Path | None) -> Iterator[TextIO]:
+    from streams.tools.produce import ProduceInputError
+
     if path is None or str(path) == "-":
         yield sys.stdin
         return
@@ -113,6 +102,19 @@ def produce_command(  # noqa: PLR0917 - a command's options
     the command with an error naming the line and the field, and saying how many records
     were already written. Success is reported once the broker acknowledged every record.
     """
+    from streams.cluster import Cluster
+    from streams.codec.avro import AvroCodec
+    from streams.codec.jsonmap import envelope_fields
+    from streams.schemas.catalog import default_catalog
+    from streams.tools.produce import (
+        EnvelopeMaker,
+        KeySpec,
+        dry_run,
+        parse_rate,
+        parse_type_ref,
+        produce_lines,
+    )
+
     use_schemas(schemas)
     codec = AvroCodec(default_catalog())
     type_name, version = parse_type_ref(type_ref, codec)

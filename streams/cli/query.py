@@ -21,10 +21,7 @@ from streams.cli._common import (
     fail,
     print_json,
 )
-from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.patterns.projections import current_app
-from streams.patterns.queries import query
 
 
 def query_command(  # noqa: PLR0917 - a command's options
@@ -41,6 +38,10 @@ def query_command(  # noqa: PLR0917 - a command's options
 ) -> None:
     """Print the value of KEY in TABLE of the running app APP, asked of the instance that
     owns the key; exit 1 when the key has none."""
+    from streams.cluster import Cluster
+    from streams.patterns.projections import current_app
+    from streams.patterns.queries import query
+
     cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     app_id = current_app(cluster, app)
     value = query(cluster, app_id, table, key, timeout=timeout)

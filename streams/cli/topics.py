@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -23,9 +23,11 @@ from streams.cli._common import (
     print_json,
     replication_option,
 )
-from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.tools import topics as tools
+
+if TYPE_CHECKING:
+    from streams.cluster import Cluster
+
 
 app = typer.Typer(
     help="List, describe, create and delete topics.",
@@ -43,6 +45,8 @@ TopicConfigOpt = typer.Option(
 
 
 def _cluster(bootstrap: str, timeout: float, config_file: Path | None, x: list[str]) -> Cluster:
+    from streams.cluster import Cluster
+
     return Cluster(bootstrap, timeout, client_settings(config_file, x))
 
 
@@ -58,6 +62,10 @@ def list_command(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Every topic with its partitions and replication factor."""
+    from rich.table import Table
+
+    from streams.tools import topics as tools
+
     rows = tools.list_topics(
         _cluster(bootstrap, timeout, config_file, client), internal=include_internal
     )
@@ -88,6 +96,10 @@ def describe_command(  # noqa: PLR0917 - a command's options
     record count; then the topic's configs that are not Kafka's defaults, with where each
     comes from (the topic itself, or the cluster's defaults).
     """
+    from rich.table import Table
+
+    from streams.tools import topics as tools
+
     info = tools.describe_topic(_cluster(bootstrap, timeout, config_file, client), topic)
     if as_json:
         print_json(info.as_dict())
@@ -137,6 +149,8 @@ def create_command(  # noqa: PLR0917 - a command's options
     Creating a topic that exists is an error unless --if-not-exists; with it, the topic
     is left as it is, even when its partitions or configs differ from the options.
     """
+    from streams.tools import topics as tools
+
     created = tools.create(
         _cluster(bootstrap, timeout, config_file, client),
         topic,
@@ -172,6 +186,8 @@ def delete_command(  # noqa: PLR0917 - a command's options
     required. A topic that does not exist is an error (nothing is deleted) unless
     --if-exists.
     """
+    from streams.tools import topics as tools
+
     cluster = _cluster(bootstrap, timeout, config_file, client)
     if not yes:
         _confirm(cluster, topics, if_exists=if_exists)
@@ -186,6 +202,8 @@ def delete_command(  # noqa: PLR0917 - a command's options
 
 def _confirm(cluster: Cluster, topics: list[str], *, if_exists: bool) -> None:
     """Ask on the terminal before deleting; exit 1 when there is none, or on "no"."""
+    from streams.tools import topics as tools
+
     if not sys.stdin.isatty():
         fail("refusing to delete topics without confirmation: no terminal to ask; pass --yes")
     missing = set(tools.missing_topics(cluster, topics))

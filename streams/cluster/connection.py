@@ -35,11 +35,9 @@ from streams.cluster.topics import (
     topic_configs,
     topic_metadata,
 )
-from streams.config import client_config, external_bootstrap
+from streams.config import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT, client_config, external_bootstrap
 from streams.coordinates import TP
 
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-DEFAULT_TIMEOUT = 10.0
 _CHECK_SLICE_S = 0.5  # how long one metadata request of ``Cluster.check`` may wait
 
 T = TypeVar("T")

@@ -29,8 +29,8 @@ from streams.codec.errors import EncodeError
 from streams.codec.jsonmap import from_json
 from streams.envelope import Envelope
 from streams.errors import ProduceError, StreamsError
+from streams.tools import DEFAULT_SOURCE
 
-DEFAULT_SOURCE = "streams-cli"
 Headers = list[tuple[str, str | bytes | None]]
 FLUSH_TIMEOUT = 60.0
 
