@@ -18,7 +18,7 @@ import traceback
 
 import typer
 
-from streams.cli import broker, demo, describe, dlq, run, schemas, topics
+from streams.cli import broker, demo, describe, dlq, groups, run, schemas, topics
 from streams.cli import consume as consume_cli
 from streams.cli import lag as lag_cli
 from streams.cli import offsets as offsets_cli
@@ -63,6 +63,7 @@ app.add_typer(offsets_cli.app, name="offsets")
 app.command("replay")(replay_cli.replay_command)
 app.command("lag")(lag_cli.lag_command)
 app.add_typer(topics.app, name="topics")
+app.add_typer(groups.app, name="groups")
 app.command("produce")(produce_cli.produce_command)
 app.command("consume")(consume_cli.consume_command)
 app.command("request")(request_cli.request_command)
@@ -70,11 +71,38 @@ app.command("query")(query_cli.query_command)
 app.add_typer(projections_cli.app, name="projections")
 
 
+def _print_version(asked: bool) -> None:
+    """``--version``: this package's, and the Kafka client's it talks through (as
+    ``kcat -V`` names its librdkafka)."""
+    if not asked:
+        return
+    import platform
+
+    import confluent_kafka
+
+    from streams import __version__
+
+    librdkafka, _ = confluent_kafka.libversion()
+    typer.echo(
+        f"streams {__version__} (confluent-kafka {confluent_kafka.__version__}, "
+        f"librdkafka {librdkafka}, "
+        f"Python {platform.python_version()})"
+    )
+    raise typer.Exit
+
+
 @app.callback()
 def _root(
     verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="-v for DEBUG logs."),
     log_json: bool = typer.Option(
         False, "--log-json", help="JSON log lines even on a terminal.", envvar="STREAMS_LOG_JSON"
+    ),
+    _version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the version (and the Kafka client's) and exit.",
     ),
 ) -> None:
     from streams.logs import configure_logging

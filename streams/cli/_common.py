@@ -101,6 +101,15 @@ def fail(message: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
+def confirm_delete(question: str, what: str) -> None:
+    """Ask ``question`` on the terminal before deleting ``what`` (topics, groups); exit 1
+    on "no", or when there is no terminal to ask (a script says ``--yes``)."""
+    if not sys.stdin.isatty():
+        fail(f"refusing to delete {what} without confirmation: no terminal to ask; pass --yes")
+    if not typer.confirm(question, default=False):
+        fail("not confirmed; nothing was deleted")
+
+
 def human_duration(seconds: float) -> str:
     seconds = int(seconds)
     days, rest = divmod(seconds, 86400)

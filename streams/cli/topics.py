@@ -6,7 +6,6 @@ A thin layer over ``streams.tools.topics``. ``delete`` asks on a terminal unless
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,8 +17,8 @@ from streams.cli._common import (
     JsonOpt,
     SettingOpt,
     TimeoutOpt,
+    confirm_delete,
     console,
-    fail,
     print_json,
     replication_option,
 )
@@ -204,13 +203,9 @@ def _confirm(cluster: Cluster, topics: list[str], *, if_exists: bool) -> None:
     """Ask on the terminal before deleting; exit 1 when there is none, or on "no"."""
     from streams.tools import topics as tools
 
-    if not sys.stdin.isatty():
-        fail("refusing to delete topics without confirmation: no terminal to ask; pass --yes")
     missing = set(tools.missing_topics(cluster, topics))
     if missing and not if_exists:
         return  # nothing is deleted: tools.delete says which topics do not exist
     doomed = [t for t in dict.fromkeys(topics) if t not in missing]
-    if doomed and not typer.confirm(
-        f"Delete {', '.join(doomed)} and every record in them?", default=False
-    ):
-        fail("not confirmed; nothing was deleted")
+    if doomed:
+        confirm_delete(f"Delete {', '.join(doomed)} and every record in them?", "topics")

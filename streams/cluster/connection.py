@@ -19,7 +19,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from streams.cluster.errors import MOVING, ClusterError, ClusterRefusedError, TopicNotFoundError
-from streams.cluster.groups import GroupInfo, describe_group, list_groups
+from streams.cluster.groups import GroupInfo, delete_groups, describe_group, list_groups
 from streams.cluster.offsets import (
     OffsetKind,
     alter_committed,
@@ -243,3 +243,7 @@ class Cluster:
     def describe_group(self, group: str) -> GroupInfo:
         """See ``streams.cluster.groups.describe_group``."""
         return describe_group(self, group)
+
+    def delete_groups(self, groups: Sequence[str]) -> None:
+        """See ``streams.cluster.groups.delete_groups``."""
+        delete_groups(self, groups)
