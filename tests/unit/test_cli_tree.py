@@ -167,3 +167,9 @@ def test_demo_only_names_the_steps_there_are_when_one_is_not() -> None:
     said = str(result.exception)
     assert "no demo step 'nope' (steps: round-trip, schemas, shell, topology," in said
     assert "work-queue, concurrency, replay, cluster, testing)" in said
+
+
+def test_version_names_streams_and_its_kafka_client() -> None:
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.startswith(f"streams {streams.__version__} (confluent-kafka ")
