@@ -71,11 +71,19 @@ def consume_command(  # noqa: PLR0917 - a command's options
     source: str = typer.Argument(
         ..., metavar="TOPIC", help="Topic to read, or TOPIC:0,2 for some partitions."
     ),
-    start: str = typer.Option(
-        "earliest",
+    start: str | None = typer.Option(
+        None,
         "--from",
         metavar="POSITION",
-        help=f"Where to start: {ABSOLUTE_POSITIONS_HELP}.",
+        help=f"Where to start (default earliest): {ABSOLUTE_POSITIONS_HELP}.",
+    ),
+    tail: int | None = typer.Option(
+        None,
+        "--tail",
+        min=1,
+        metavar="N",
+        help="Only the last N records of each partition (offsets before the end, or --to; "
+        "kcat -o -N); with --follow, then the new ones.",
     ),
     end: str | None = typer.Option(
         None,
@@ -115,18 +123,26 @@ def consume_command(  # noqa: PLR0917 - a command's options
     "error"; reading goes on. No consumer group is joined and nothing is committed.
     """
     from streams.cluster import Cluster
-    from streams.replay import RecordFilter, parse_position_spec, parse_topic_selection
+    from streams.replay import (
+        PositionError,
+        RecordFilter,
+        parse_position_spec,
+        parse_topic_selection,
+    )
     from streams.tools.consume import ConsumeRequest, read_batches
 
+    if tail is not None and start is not None:
+        raise PositionError("--tail N starts N records before the end: drop --from")
     fmt = Format.json if as_json else output
     request = ConsumeRequest(
         parse_topic_selection(source),
-        parse_position_spec(start),
+        parse_position_spec(start or "earliest"),
         parse_position_spec(end) if end is not None else None,
         follow=follow,
         record_filter=RecordFilter.of(types, keys),
         max_records=max_records,
         read_committed=isolation is Isolation.read_committed,
+        tail=tail,
     )
     show = _viewer(fmt, schemas, headers)
     cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
@@ -158,9 +174,25 @@ def _viewer(fmt: Format, schemas: Path | None, with_headers: bool) -> View:
 
     if fmt is Format.raw:
         return lambda msg: raw_view(msg, with_headers=with_headers)
-    use_schemas(schemas)
+    use_schemas(schemas if schemas is not None else _schemas_outside_a_project())
     codec = AvroCodec(default_catalog(), require_headers=False)
     return lambda msg: view(msg, codec, with_headers=with_headers)
+
+
+def _schemas_outside_a_project() -> Path | None:
+    """Outside a project (no schemas folder found, none named), the example schemas: a
+    record of their types decodes, any other envelope shows its metadata and raw
+    payload. Said once on stderr, so JSON lines on stdout stay clean."""
+    from streams.examples import example_schemas
+    from streams.schemas.catalog import schemas_dir
+
+    if schemas_dir().is_dir():
+        return None
+    _note(
+        f"no schemas folder here ({schemas_dir()}): decoding with Streams' example schemas; "
+        "envelopes of other types show their metadata and raw payload (--schemas DIR)"
+    )
+    return example_schemas()
 
 
 def _print_tables(batches: Iterable[list[Message]], show: View, *, streaming: bool) -> None:
@@ -189,8 +221,9 @@ def _table(rows: list[dict[str, Any]], *, header: bool) -> Table:
     table.add_column("data", overflow="fold", ratio=1)
     for r in rows:
         key = r["key"] if "key" in r else f"base64:{r['key_base64']}"
-        if "error" in r:
-            kind, shown = "(not an envelope)", f"error: {r['error']}"
+        if "error" in r:  # an envelope without a schema here still has a type
+            kind = f"{r['type']}@{r['version']}" if "type" in r else "(not an envelope)"
+            shown = f"error: {r['error']}"
         else:
             kind = f"{r['type']}@{r['version']}"
             shown = json.dumps(r["data"], ensure_ascii=False)
