@@ -102,6 +102,7 @@ def _root(
         "--version",
         callback=_print_version,
         is_eager=True,
+        expose_value=False,  # not a setting: children of `run --instances` never see it
         help="Print the version (and the Kafka client's) and exit.",
     ),
 ) -> None:

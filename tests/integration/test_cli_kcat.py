@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,30 +12,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer
+from test_cli_produce_consume import streams
 
 from streams.cluster import Cluster
 from streams.testing import TopicFactory
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def streams(
-    bootstrap: str, *args: str, stdin: str = "", cwd: Path = ROOT
-) -> subprocess.CompletedProcess[str]:
-    """``streams ARGS`` against ``bootstrap``, from ``cwd`` (the project by default), with
-    no terminal on stdin, as in a script."""
-    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "COLUMNS": "200"}
-    env.pop("STREAMS_SCHEMAS", None)
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-        check=False,
-    )
 
 
 def json_lines(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
