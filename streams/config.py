@@ -15,6 +15,11 @@ from typing import Any
 from streams.errors import StreamsError
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
+# The cluster a command asks when told no other, and how long it waits for each request.
+# Here, not in streams.cluster, so the CLI shows them without loading the Kafka client.
+DEFAULT_PORT = 9092  # the local broker's client port (``streams broker up``)
+DEFAULT_BOOTSTRAP = f"127.0.0.1:{DEFAULT_PORT}"
+DEFAULT_TIMEOUT = 10.0
 STATE_DIR_ENV = "STREAMS_STATE_DIR"
 
 
@@ -78,12 +83,18 @@ def read_properties(path: Path | str) -> dict[str, str]:
 def parse_key_values(items: Sequence[str], option: str) -> dict[str, str]:
     """``KEY=VALUE`` items of a repeatable ``option`` (``-X``, ``--set``) as a dict.
     Raises ClientConfigError (a StreamsError) naming the option and the item."""
-    out: dict[str, str] = {}
+    return dict(key_value_pairs(items, option))
+
+
+def key_value_pairs(items: Sequence[str], option: str) -> list[tuple[str, str]]:
+    """``KEY=VALUE`` items in order, a key as often as it is given (``-H``: a header
+    may repeat). The value is everything after the first ``=``."""
+    out: list[tuple[str, str]] = []
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ClientConfigError(f"{option} expects KEY=VALUE, got {item!r}")
-        out[key.strip()] = value
+        out.append((key.strip(), value))
     return out
 
 

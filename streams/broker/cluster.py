@@ -46,13 +46,12 @@ from streams.broker.node import (
 from streams.broker.readiness import metadata_ok, wait_ready
 from streams.broker.tools import find_java
 from streams.cluster import probe_metadata
-from streams.config import state_root
+from streams.config import DEFAULT_PORT, state_root
 from streams.errors import BrokerError
 from streams.logs import get_logger
 
 log = get_logger(__name__)
 
-DEFAULT_PORT = 9092
 DEFAULT_NODES = 3
 CLUSTER_META = "cluster.json"
 

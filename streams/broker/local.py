@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from streams.broker.cluster import DEFAULT_PORT, LocalCluster
+from streams.broker.cluster import LocalCluster
 from streams.broker.jars import KAFKA_VERSION
 from streams.broker.node import HOST, LocalNode, NodeStatus, free_port, port_in_use
-from streams.config import state_root
+from streams.config import DEFAULT_PORT, state_root
 from streams.errors import BrokerError
 
 __all__ = [

@@ -3,6 +3,11 @@
 ``cli`` is the click command typer builds from ``app`` (the object mkdocs-click documents
 and the command-tree test walks); ``main`` is the console-script entry point. Exit codes
 are one table, ``EXIT_CODES``, shown in ``streams --help`` and in docs/cli.md.
+
+Importing this package builds the whole command tree (every command, option and help
+text) but loads nothing a command runs: each command imports the runtime, the Kafka
+client, the codecs or rich's tables inside its function, so ``streams --help`` and a
+quick ``streams topics list`` pay only for what they use (tests/unit/test_imports.py).
 """
 
 from __future__ import annotations
@@ -12,9 +17,8 @@ import sys
 import traceback
 
 import typer
-from confluent_kafka import KafkaError, KafkaException
 
-from streams.cli import broker, demo, describe, dlq, run, schemas, topics
+from streams.cli import broker, demo, describe, dlq, groups, run, schemas, topics
 from streams.cli import consume as consume_cli
 from streams.cli import lag as lag_cli
 from streams.cli import offsets as offsets_cli
@@ -26,7 +30,6 @@ from streams.cli import request as request_cli
 from streams.cli._common import fail
 from streams.cli._help import StreamsGroup
 from streams.errors import StreamsError
-from streams.logs import configure_logging
 
 # Every exit status a command can end with. Usage errors are click's (unknown option,
 # missing argument, a value of the wrong type); a bad value our parsers refuse (a
@@ -60,11 +63,32 @@ app.add_typer(offsets_cli.app, name="offsets")
 app.command("replay")(replay_cli.replay_command)
 app.command("lag")(lag_cli.lag_command)
 app.add_typer(topics.app, name="topics")
+app.add_typer(groups.app, name="groups")
 app.command("produce")(produce_cli.produce_command)
 app.command("consume")(consume_cli.consume_command)
 app.command("request")(request_cli.request_command)
 app.command("query")(query_cli.query_command)
 app.add_typer(projections_cli.app, name="projections")
+
+
+def _print_version(asked: bool) -> None:
+    """``--version``: this package's, and the Kafka client's it talks through (as
+    ``kcat -V`` names its librdkafka)."""
+    if not asked:
+        return
+    import platform
+
+    import confluent_kafka
+
+    from streams import __version__
+
+    librdkafka, _ = confluent_kafka.libversion()
+    typer.echo(
+        f"streams {__version__} (confluent-kafka {confluent_kafka.__version__}, "
+        f"librdkafka {librdkafka}, "
+        f"Python {platform.python_version()})"
+    )
+    raise typer.Exit
 
 
 @app.callback()
@@ -73,7 +97,17 @@ def _root(
     log_json: bool = typer.Option(
         False, "--log-json", help="JSON log lines even on a terminal.", envvar="STREAMS_LOG_JSON"
     ),
+    _version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        expose_value=False,  # not a setting: children of `run --instances` never see it
+        help="Print the version (and the Kafka client's) and exit.",
+    ),
 ) -> None:
+    from streams.logs import configure_logging
+
     configure_logging("DEBUG" if verbose else None, json=True if log_json else None)
 
 
@@ -89,17 +123,26 @@ def main() -> None:
     exit status 1 (after its traceback with ``-v``)."""
     try:
         app()
-    except (StreamsError, KafkaException) as exc:
-        if logging.getLogger().isEnabledFor(logging.DEBUG):
-            traceback.print_exc()
-        fail(_one_line(exc))
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:
+        line = _one_line(exc)
+        if line is None:
+            raise
+        if logging.getLogger().isEnabledFor(logging.DEBUG):
+            traceback.print_exc()
+        fail(line)
 
 
-def _one_line(exc: Exception) -> str:
-    if isinstance(exc, KafkaException):
-        err = exc.args[0] if exc.args else None
-        cause = err.str() if isinstance(err, KafkaError) else str(exc)
-        return f"Kafka client error: {cause}"
-    return str(exc)
+def _one_line(exc: Exception) -> str | None:
+    """The line a StreamsError or a Kafka client error is told in; None for any other
+    error (a bug: its traceback is shown)."""
+    if isinstance(exc, StreamsError):
+        return str(exc)
+    # A Kafka client error means the client is loaded: no need to load it to ask.
+    kafka = sys.modules.get("confluent_kafka")
+    if kafka is None or not isinstance(exc, kafka.KafkaException):
+        return None
+    err = exc.args[0] if exc.args else None
+    cause = err.str() if isinstance(err, kafka.KafkaError) else str(exc)
+    return f"Kafka client error: {cause}"

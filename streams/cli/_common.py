@@ -13,9 +13,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from streams.cluster import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
+from streams.config import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
 from streams.errors import StreamsError
-from streams.schemas.catalog import SCHEMAS_DIR_ENV, schemas_dir
 
 # One meaning per short option in every command, kcat's or Kafka's tools' where they have
 # one (-t topic, -c count, -f format): an option gets its short name only from this table,
@@ -32,6 +31,7 @@ SHORT_OPTIONS: dict[str, str] = {
     "--group": "-g",
     "--header": "-H",
     "--key": "-k",
+    "--key-separator": "-K",
     "--lines": "-n",
     "--partitions": "-p",
     "--replication-factor": "-r",
@@ -125,6 +125,8 @@ def use_schemas(folder: Path | None) -> Path:
     """The schemas folder a command uses (see ``streams.schemas.schemas_dir``), exported as
     ``$STREAMS_SCHEMAS`` so every catalog the command loads, in this process or in the
     instances it starts, reads the same folder."""
+    from streams.schemas.catalog import SCHEMAS_DIR_ENV, schemas_dir
+
     chosen = schemas_dir(folder).resolve()
     os.environ[SCHEMAS_DIR_ENV] = str(chosen)
     return chosen

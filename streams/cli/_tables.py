@@ -10,10 +10,13 @@ whole. Every command that prints rows uses it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 NARROW = 100  # columns below which a table becomes one line per record
 
@@ -42,6 +45,8 @@ class Records:
 
     def table(self) -> Table:
         """The rich table, its identifying columns folded, never cut."""
+        from rich.table import Table  # on use: `streams --help` does not load it
+
         table = Table(title=self.title, caption=self.caption)
         for i, name in enumerate(self.columns):
             ident = name in self.ids

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 
-from streams.broker import LocalBroker, LocalCluster
-from streams.broker.cluster import default_cluster_dir, stored_size
-from streams.broker.local import DEFAULT_PORT, default_data_dir
 from streams.cli._common import JsonOpt, console, fail, human_duration, option, print_json
-from streams.config import BOOTSTRAP_ENV, external_bootstrap
+from streams.config import BOOTSTRAP_ENV, DEFAULT_PORT, external_bootstrap
+
+if TYPE_CHECKING:
+    from streams.broker import LocalBroker, LocalCluster
+
+    Target = LocalBroker | LocalCluster
+
 
 app = typer.Typer(
     help="Run Apache Kafka 4.x (KRaft) on this machine: one broker, or a cluster of nodes "
@@ -54,13 +56,13 @@ OneNodeOpt = typer.Option(
     None, "--node", min=1, metavar="ID", help="Only this node of the cluster (1, 2, ...)."
 )
 
-Target = LocalBroker | LocalCluster
-
 
 def _target(port: int, data_dir: Path | None, nodes: int | None, *, up: bool = False) -> Target:
     """The broker or cluster the command is about: ``nodes`` when given; otherwise the
     cluster of ``--port`` when one of its nodes runs, or (for all but ``up``, which starts
     the single broker then) when it is the only one ever formatted there."""
+    from streams.broker import LocalBroker, LocalCluster
+
     if nodes is None:
         nodes = _stored_nodes(port, data_dir, up=up)
     if nodes == 1:
@@ -69,6 +71,10 @@ def _target(port: int, data_dir: Path | None, nodes: int | None, *, up: bool = F
 
 
 def _stored_nodes(port: int, data_dir: Path | None, *, up: bool) -> int:
+    from streams.broker import LocalBroker, LocalCluster
+    from streams.broker.cluster import default_cluster_dir, stored_size
+    from streams.broker.local import default_data_dir
+
     size = stored_size(data_dir or default_cluster_dir(port))
     if size is None:
         return 1
@@ -82,6 +88,8 @@ def _stored_nodes(port: int, data_dir: Path | None, *, up: bool) -> int:
 
 
 def _cluster(port: int, data_dir: Path | None, nodes: int | None) -> LocalCluster:
+    from streams.broker import LocalCluster
+
     target = _target(port, data_dir, nodes)
     if not isinstance(target, LocalCluster):
         fail(
@@ -108,6 +116,8 @@ def _external_note(target: Target, as_json: bool = False) -> bool:
 
 
 def _noun(target: Target) -> str:
+    from streams.broker import LocalBroker
+
     return "broker" if isinstance(target, LocalBroker) else f"{target.size}-node cluster"
 
 
@@ -120,6 +130,8 @@ def up(
     fresh: bool = typer.Option(False, "--fresh", help="Wipe the data dir first."),
 ) -> None:
     """Start the broker, or a cluster with --nodes N (idempotent: never started twice)."""
+    from streams.broker import LocalBroker
+
     if node is not None:
         cluster = _cluster(port, data_dir, nodes)
         with console.status(f"starting node {node}"):
@@ -177,6 +189,8 @@ def down(
     ),
 ) -> None:
     """Stop the broker, or every node of the cluster, cleanly (SIGTERM, wait, then SIGKILL)."""
+    from streams.broker import LocalBroker
+
     if kill and pause:
         fail("--kill and --pause exclude each other")
     if node is not None:
@@ -212,6 +226,8 @@ def status(
     as_json: bool = JsonOpt,
 ) -> None:
     """Show pid, address, version and uptime of the broker or of each node; exit 1 when down."""
+    from streams.broker import LocalCluster
+
     target = _target(port, data_dir, nodes)
     if _external_note(target, as_json):
         return
@@ -288,6 +304,8 @@ def _counts(cluster: LocalCluster) -> str:
 
 
 def _print_nodes(cluster: LocalCluster) -> None:
+    from rich.table import Table
+
     table = Table("node", "state", "pid", "address", "uptime", box=None, pad_edge=False)
     for node in cluster.status().nodes:
         table.add_row(
@@ -311,6 +329,8 @@ def logs(
     follow: bool = option(False, "--follow", help="Keep printing new lines."),
 ) -> None:
     """Print the end of the broker's log (a cluster's: of --node ID)."""
+    from streams.broker import LocalBroker
+
     target = _target(port, data_dir, nodes)
     log_file = target.log_file if isinstance(target, LocalBroker) else target.node(node).log_file
     if not log_file.exists():

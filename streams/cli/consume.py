@@ -12,11 +12,9 @@ import sys
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from confluent_kafka import Message
-from rich.table import Table
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -32,14 +30,15 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.cli.replay import ABSOLUTE_POSITIONS_HELP
-from streams.cluster import Cluster
-from streams.codec.avro import AvroCodec
 from streams.config import client_settings
-from streams.replay import RecordFilter, parse_position_spec, parse_topic_selection
-from streams.schemas.catalog import default_catalog
-from streams.tools.consume import ConsumeRequest, raw_view, read_batches, view
 
-View = Callable[[Message], dict[str, Any]]
+if TYPE_CHECKING:
+    from confluent_kafka import Message
+    from rich.table import Table
+
+    View = Callable[[Message], dict[str, Any]]
+
+
 DATA_WIDTH = 240  # characters of a payload a table row shows (it wraps)
 
 
@@ -75,11 +74,19 @@ def consume_command(  # noqa: PLR0917 - a command's options
     source: str = typer.Argument(
         ..., metavar="TOPIC", help="Topic to read, or TOPIC:0,2 for some partitions."
     ),
-    start: str = typer.Option(
-        "earliest",
+    start: str | None = typer.Option(
+        None,
         "--from",
         metavar="POSITION",
-        help=f"Where to start: {ABSOLUTE_POSITIONS_HELP}.",
+        help=f"Where to start (default earliest): {ABSOLUTE_POSITIONS_HELP}.",
+    ),
+    tail: int | None = typer.Option(
+        None,
+        "--tail",
+        min=1,
+        metavar="N",
+        help="Only the last N records of each partition (offsets before the end, or --to; "
+        "kcat -o -N); with --follow, then the new ones.",
     ),
     end: str | None = typer.Option(
         None,
@@ -117,17 +124,29 @@ def consume_command(  # noqa: PLR0917 - a command's options
     as text when UTF-8, else base64 (key_base64, value_base64), with the reason under
     "error"; reading goes on. No consumer group is joined and nothing is committed.
     """
+    from streams.cluster import Cluster
+    from streams.replay import (
+        PositionError,
+        RecordFilter,
+        parse_position_spec,
+        parse_topic_selection,
+    )
+    from streams.tools.consume import ConsumeRequest, read_batches
+
+    if tail is not None and start is not None:
+        raise PositionError("--tail N starts N records before the end: drop --from")
     if as_json and output not in {None, Format.json}:
         fail(f"--json and --format {output} are two outputs; give one")
     fmt = Format.json if as_json or output is None else output
     request = ConsumeRequest(
         parse_flag("TOPIC", parse_topic_selection, source),
-        parse_flag("--from", parse_position_spec, start),
+        parse_flag("--from", parse_position_spec, start or "earliest"),
         parse_flag("--to", parse_position_spec, end) if end is not None else None,
         follow=follow,
         record_filter=RecordFilter.of(types, keys),
         max_records=max_records,
         read_committed=isolation is Isolation.read_committed,
+        tail=tail,
     )
     show = _viewer(fmt, schemas, headers, types)
     cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
@@ -153,16 +172,38 @@ def _note(message: str) -> None:
 
 
 def _viewer(fmt: Format, schemas: Path | None, with_headers: bool, types: list[str]) -> View:
+    from streams.codec.avro import AvroCodec
+    from streams.schemas.catalog import default_catalog
+    from streams.tools.consume import raw_view, view
+
     if fmt is Format.raw:
         return lambda msg: raw_view(msg, with_headers=with_headers)
-    use_schemas(schemas)
+    examples = _schemas_outside_a_project() if schemas is None else None
+    use_schemas(schemas if schemas is not None else examples)
     codec = AvroCodec(default_catalog(), require_headers=False)
-    # A --type the schemas do not know would match nothing: a typo, said before reading.
-    for name in types:
+    # A --type the project's schemas do not know would match nothing: a typo, said before
+    # reading. Outside a project the types are anyone's: nothing is refused.
+    for name in types if examples is None else ():
         if not codec.catalog.has_type(name):
             known = ", ".join(codec.catalog.types()) or "none"
             fail(f"--type {name}: no schemas for type {name!r} (known: {known})")
     return lambda msg: view(msg, codec, with_headers=with_headers)
+
+
+def _schemas_outside_a_project() -> Path | None:
+    """Outside a project (no schemas folder found, none named), the example schemas: a
+    record of their types decodes, any other envelope shows its metadata and raw
+    payload. Said once on stderr, so JSON lines on stdout stay clean."""
+    from streams.examples import example_schemas
+    from streams.schemas.catalog import schemas_dir
+
+    if schemas_dir().is_dir():
+        return None
+    _note(
+        f"no schemas folder here ({schemas_dir()}): decoding with Streams' example schemas; "
+        "envelopes of other types show their metadata and raw payload (--schemas DIR)"
+    )
+    return example_schemas()
 
 
 def _print_tables(batches: Iterable[list[Message]], show: View, *, streaming: bool) -> None:
@@ -180,6 +221,8 @@ def _print_tables(batches: Iterable[list[Message]], show: View, *, streaming: bo
 
 
 def _table(rows: list[dict[str, Any]], *, header: bool) -> Table:
+    from rich.table import Table
+
     table = Table(show_header=header, caption=None if rows or not header else "no records")
     table.add_column("p", justify="right", no_wrap=True)
     table.add_column("offset", justify="right", no_wrap=True)
@@ -189,8 +232,9 @@ def _table(rows: list[dict[str, Any]], *, header: bool) -> Table:
     table.add_column("data", overflow="fold", ratio=1)
     for r in rows:
         key = r["key"] if "key" in r else f"base64:{r['key_base64']}"
-        if "error" in r:
-            kind, shown = "(not an envelope)", f"error: {r['error']}"
+        if "error" in r:  # an envelope without a schema here still has a type
+            kind = f"{r['type']}@{r['version']}" if "type" in r else "(not an envelope)"
+            shown = f"error: {r['error']}"
         else:
             kind = f"{r['type']}@{r['version']}"
             shown = json.dumps(r["data"], ensure_ascii=False)

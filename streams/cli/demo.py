@@ -18,6 +18,6 @@ OnlyOpt = typer.Option(
 def demo(only: str | None = OnlyOpt) -> None:
     """Run the tour on the local broker (or KAFKA_BOOTSTRAP_SERVERS)."""
     # Imported here: the tour loads most of the package, which no other command needs to.
-    from streams.demo.runner import run_demo  # noqa: PLC0415
+    from streams.demo.runner import run_demo
 
     run_demo(console, [name.strip() for name in only.split(",")] if only else None)

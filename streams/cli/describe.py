@@ -17,8 +17,6 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.config import parse_key_values
-from streams.topology import load_topology
-from streams.topology.describe import describe_data
 
 # Shared with ``streams run``: how a topology file is selected and parametrised.
 AppIdOpt = option(
@@ -58,6 +56,9 @@ def describe(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Print a topology: its nodes and links, and the topics it reads, writes and owns."""
+    from streams.topology import load_topology
+    from streams.topology.describe import describe_data
+
     if as_json and format is not None:
         fail(f"--json and --format {format} are two outputs; give one")
     use_schemas(schemas)

@@ -12,10 +12,9 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -34,22 +33,12 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.cli._tables import Records
-from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.dlq import (
-    DeadLetter,
-    Decoder,
-    DlqContents,
-    DlqFilter,
-    DlqReplayPlan,
-    describe,
-    execute_dlq_replay,
-    plan_dlq_replay,
-    read_dlq,
-    summarize,
-)
-from streams.failures.headers import Headers, format_time
 from streams.timespec import parse_instant_or_ago
+
+if TYPE_CHECKING:
+    from streams.dlq import DeadLetter, Decoder, DlqContents, DlqFilter, DlqReplayPlan
+
 
 app = typer.Typer(
     help="Inspect a dead-letter topic (APP-TOPIC-dlq) and replay its records.",
@@ -110,6 +99,8 @@ def _selection(
     until: str | None,
     records: list[str],
 ) -> DlqFilter:
+    from streams.dlq import DlqFilter
+
     return DlqFilter(
         error_type=error_type,
         key=key,
@@ -123,6 +114,8 @@ def _selection(
 @contextmanager
 def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
     """A progress bar on a terminal (never with --json); None elsewhere."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     if quiet or not err_console.is_terminal:
         yield None
         return
@@ -140,6 +133,9 @@ def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None] | 
 def _read(
     bootstrap: str, settings: dict[str, str], topic: str, timeout: float, quiet: bool
 ) -> DlqContents:
+    from streams.cluster import Cluster
+    from streams.dlq import read_dlq
+
     Cluster(bootstrap, timeout, settings).check()  # one line for an unreachable or refusing one
     with _progress(f"reading {topic}", quiet) as on_progress:
         return read_dlq(bootstrap, topic, timeout=timeout, on_progress=on_progress, config=settings)
@@ -165,6 +161,9 @@ def list_(
     timeout: float = TimeoutOpt,
 ) -> None:
     """Counts per error type and per source topic, oldest and newest failure, replays."""
+    from streams.dlq import summarize
+    from streams.failures.headers import format_time
+
     selection = _selection(
         error_type=error_type,
         key=key,
@@ -202,9 +201,10 @@ def list_(
 
 def _codec_decoder(schemas_dir: Path) -> tuple[Decoder | None, str | None]:
     """A decoder from the schema catalog, or None and why (shown, never fatal)."""
-    from streams.codec import AvroCodec  # noqa: PLC0415 - only `show` needs the catalog
-    from streams.errors import StreamsError  # noqa: PLC0415
-    from streams.schemas import SchemaCatalog  # noqa: PLC0415
+    from streams.codec import AvroCodec
+    from streams.errors import StreamsError
+    from streams.failures.headers import Headers
+    from streams.schemas import SchemaCatalog
 
     try:
         codec = AvroCodec(SchemaCatalog.load(schemas_dir, check=False), require_headers=False)
@@ -237,6 +237,8 @@ def show(
     timeout: float = TimeoutOpt,
 ) -> None:
     """Dead letters with their error headers and decoded envelopes, oldest first."""
+    from streams.dlq import describe
+
     selection = _selection(
         error_type=error_type,
         key=key,
@@ -350,6 +352,8 @@ def replay(
     streams.replay.of and streams.replay.time, and goes to its source topic and partition
     (or --to).
     """
+    from streams.dlq import execute_dlq_replay, plan_dlq_replay
+
     selection = _selection(
         error_type=error_type,
         key=key,

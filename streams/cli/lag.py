@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.live import Live
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -29,9 +29,11 @@ from streams.cli._common import (
     print_json,
 )
 from streams.cli._tables import Records
-from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.replay.lag import TopicLag, lag, over_threshold
+
+if TYPE_CHECKING:
+    from streams.replay.lag import TopicLag
+
 
 THRESHOLD_EXIT = 3
 GroupsOpt = option([], "--group", metavar="GROUP", help="Only this group (repeatable).")
@@ -81,6 +83,11 @@ def lag_command(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Lag per consumer group and topic (all groups unless --group)."""
+    from rich.live import Live
+
+    from streams.cluster import Cluster
+    from streams.replay.lag import lag, over_threshold
+
     cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     if watch and console.is_terminal and not as_json:
         with Live(_table(lag(cluster, groups), threshold), console=console) as live:

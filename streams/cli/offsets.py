@@ -7,6 +7,7 @@ Plans import and export in the CSV shape of Kafka's ``kafka-consumer-groups``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -24,20 +25,11 @@ from streams.cli._common import (
 )
 from streams.cli._tables import Records
 from streams.cli.replay import POSITIONS_HELP
-from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.replay import (
-    ResetPlan,
-    execute_reset,
-    group_offsets,
-    parse_position_spec,
-    parse_topic_selection,
-    plan_from_offsets,
-    plan_reset,
-    read_plan,
-    write_plan,
-)
-from streams.replay.errors import ReplayError
+
+if TYPE_CHECKING:
+    from streams.replay import ResetPlan
+
 
 app = typer.Typer(help="Show and reset consumer-group offsets.", no_args_is_help=True)
 
@@ -68,6 +60,10 @@ def show(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Committed offset, log end offset and lag per partition, and the group's members."""
+
+    from streams.cluster import Cluster
+    from streams.replay import group_offsets
+
     offsets = group_offsets(
         Cluster(bootstrap, timeout, client_settings(config_file, client)), group
     )
@@ -129,6 +125,18 @@ def reset(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Plan (and with --execute, apply) new committed offsets for a stopped group."""
+    from streams.cluster import Cluster
+    from streams.replay import (
+        execute_reset,
+        parse_position_spec,
+        parse_topic_selection,
+        plan_from_offsets,
+        plan_reset,
+        read_plan,
+        write_plan,
+    )
+    from streams.replay.errors import ReplayError
+
     if position is not None and to is not None:
         raise ReplayError("give the position once: as an argument or with --to")
     position = position if position is not None else to

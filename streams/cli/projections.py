@@ -10,6 +10,7 @@ Without ``--execute`` it prints the plan and changes nothing.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -36,20 +37,11 @@ from streams.cli.run import (
     advertised,
     instance_config,
 )
-from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.logs import get_logger
-from streams.patterns.projections import (
-    RebuildPlan,
-    caught_up,
-    current_app,
-    next_app,
-    plan_rebuild,
-    switch,
-)
-from streams.pipeline.stats import Stats
-from streams.runtime.instance import run_instance
-from streams.topology import load_topology
+
+if TYPE_CHECKING:
+    from streams.patterns.projections import RebuildPlan
+
 
 app = typer.Typer(help="Event-sourced projections: which app serves one, and rebuilding it.")
 
@@ -66,6 +58,9 @@ def show(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Print the app id serving projection NAME now."""
+    from streams.cluster import Cluster
+    from streams.patterns.projections import current_app
+
     cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     serving = current_app(cluster, name)
     if as_json:
@@ -95,6 +90,19 @@ def rebuild(  # noqa: PLR0917 - a command's options
 ) -> None:
     """Build projection NAME anew from FILE under a new app id, beside the app serving it;
     point NAME at the new app once it caught up, then run on as its instance."""
+    from streams.cluster import Cluster
+    from streams.logs import get_logger
+    from streams.patterns.projections import (
+        caught_up,
+        current_app,
+        next_app,
+        plan_rebuild,
+        switch,
+    )
+    from streams.pipeline.stats import Stats
+    from streams.runtime.instance import run_instance
+    from streams.topology import load_topology
+
     use_schemas(schemas)
     settings = client_settings(config_file, client)
     cluster = Cluster(bootstrap, timeout, settings)

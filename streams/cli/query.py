@@ -24,10 +24,7 @@ from streams.cli._common import (
     fail,
     print_json,
 )
-from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.patterns.projections import current_app
-from streams.patterns.queries import query
 from streams.timespec import TimeSpecError, parse_instant_or_ago
 
 
@@ -72,6 +69,10 @@ def query_command(  # noqa: PLR0917 - a command's options
     """Print the value of KEY in TABLE of the running app APP, asked of the instance that
     owns the key (a windowed table: its windows, a line each); exit 1 when the key has
     none."""
+    from streams.cluster import Cluster
+    from streams.patterns.projections import current_app
+    from streams.patterns.queries import query
+
     cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
     app_id = current_app(cluster, app)
     bounds = {"start_from": start_from, "start_to": start_to}

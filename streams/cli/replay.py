@@ -10,16 +10,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
 
 from streams.cli._common import (
     BootstrapOpt,
@@ -37,20 +30,15 @@ from streams.cli._common import (
 )
 from streams.cli._tables import Records
 from streams.cli.describe import parse_params
-from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.replay import (
-    RecordFilter,
-    ReplayPlan,
-    ReplayResult,
-    parse_position_spec,
-    parse_topic_selection,
-    plan_replay,
-    replay,
-)
-from streams.replay.errors import ReplayError
-from streams.replay.through import ThroughResult, replay_through
-from streams.topology import Topology, load_topology
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from streams.replay import ReplayPlan, ReplayResult
+    from streams.replay.through import ThroughResult
+    from streams.topology import Topology
+
 
 TypesOpt = typer.Option(
     [], "--type", metavar="TYPE", help="Copy only this envelope type, ce_type (repeatable)."
@@ -104,6 +92,15 @@ def _plan_table(plan: ReplayPlan, result: ReplayResult | None, dry_run: bool) ->
 
 
 def _progress(total: int) -> Progress:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     return Progress(
         TextColumn("[bold]replay"),
         BarColumn(),
@@ -134,6 +131,8 @@ def _progress_bar(total: int, show: bool) -> Iterator[Callable[[int], None] | No
 
 
 def _load_through(path: Path, app_id: str | None, params: list[str]) -> Topology:
+    from streams.topology import load_topology
+
     topology = load_topology(path, params=parse_params(params))
     stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
     return topology.with_app_id(app_id or f"{topology.app_id}-replay-{stamp}")
@@ -193,6 +192,17 @@ def replay_command(  # noqa: PLR0917 - a command's options
     Every copy carries a streams.replay.of=<topic>/<partition>/<offset> header. Success is
     reported only after the target acknowledged every copy.
     """
+    from streams.cluster import Cluster
+    from streams.replay import (
+        RecordFilter,
+        parse_position_spec,
+        parse_topic_selection,
+        plan_replay,
+        replay,
+    )
+    from streams.replay.errors import ReplayError
+    from streams.replay.through import replay_through
+
     if through is not None and into is not None:
         raise ReplayError("give --into (copy) or --through (reprocess), not both")
     if execute and into is None and through is None:

@@ -26,19 +26,8 @@ from streams.cli._common import (
     option,
     use_schemas,
 )
-from streams.codec.avro import AvroCodec
-from streams.codec.jsonmap import envelope_fields
 from streams.config import client_settings
-from streams.patterns import Requester, RequestError
-from streams.schemas.catalog import default_catalog
-from streams.tools.produce import (
-    DEFAULT_SOURCE,
-    EnvelopeMaker,
-    KeySpec,
-    ProduceInputError,
-    parse_type_ref,
-    read_payloads,
-)
+from streams.tools import DEFAULT_SOURCE
 
 
 def request_command(  # noqa: PLR0917 - a command's options
@@ -89,6 +78,18 @@ def request_command(  # noqa: PLR0917 - a command's options
     refused by the server (an error reply), is reported on stderr (on stdout with --json);
     the command then exits 1.
     """
+    from streams.codec.avro import AvroCodec
+    from streams.codec.jsonmap import envelope_fields
+    from streams.patterns import Requester, RequestError
+    from streams.schemas.catalog import default_catalog
+    from streams.tools.produce import (
+        EnvelopeMaker,
+        KeySpec,
+        ProduceInputError,
+        parse_type_ref,
+        read_payloads,
+    )
+
     use_schemas(schemas)
     codec = AvroCodec(default_catalog())
     type_name, version = parse_type_ref(type_ref, codec)

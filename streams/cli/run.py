@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer import _click
@@ -37,14 +37,11 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.cli.describe import AppIdOpt, FileArg, SetOpt, parse_params
-from streams.cluster import DEFAULT_TIMEOUT, Cluster, ClusterError, ClusterRefusedError
-from streams.config import client_settings, redacted
-from streams.logs import configure_logging, get_logger
-from streams.runtime import RuntimeConfig
-from streams.runtime.config import split_client_overrides
-from streams.runtime.instance import run_instance
-from streams.topology import TopologyError, load_topology
-from streams.topology.topology import ORDERINGS
+from streams.config import DEFAULT_TIMEOUT, client_settings, redacted
+
+if TYPE_CHECKING:
+    from streams.runtime import RuntimeConfig
+
 
 InstancesOpt = typer.Option(
     1, "--instances", min=1, envvar="STREAMS_INSTANCES", help="Instances to start."
@@ -158,10 +155,13 @@ ConcurrencyOpt = typer.Option(
     help="Records in flight at once awaiting the topology's async steps (default: the "
     "topology's, 1).",
 )
+# streams.topology.topology.ORDERINGS, written out so help loads no topology code
+# (tests/unit/test_cli_tree.py checks they agree).
+ORDERINGS_SHOWN = "key|partition|none"
 OrderingOpt = typer.Option(
     None,
     "--ordering",
-    metavar="|".join(ORDERINGS),
+    metavar=ORDERINGS_SHOWN,
     help="What records in flight at once keep in order: one at a time per key (the "
     "default), per partition, or none.",
 )
@@ -209,6 +209,10 @@ def run(  # noqa: PLR0917 - a command's options
     """Run a topology until Ctrl-C or SIGTERM: consume its sources, process, write its
     sinks, commit. At-least-once; exactly-once with --guarantee exactly_once or the
     topology's processing_guarantee."""
+    from streams.logs import configure_logging
+    from streams.runtime.instance import run_instance
+    from streams.topology import TopologyError, load_topology
+
     if as_json:
         configure_logging(logging.getLogger().level, json=True)
     use_schemas(schemas)  # children inherit it through $STREAMS_SCHEMAS
@@ -260,6 +264,10 @@ def instance_config(
 ) -> RuntimeConfig:
     """The ``RuntimeConfig`` of an instance a command runs, once the cluster answers
     (``_reach``): the client ``settings`` routed to each kind of client, then ``fields``."""
+    from streams.logs import get_logger
+    from streams.runtime import RuntimeConfig
+    from streams.runtime.config import split_client_overrides
+
     get_logger("streams.run").debug("client settings", settings=redacted(settings))
     shared, consumer, producer = split_client_overrides(settings)
     _reach(bootstrap, {**shared, **consumer}, timeout, wait=wait)
@@ -272,6 +280,9 @@ def _reach(bootstrap: str, settings: dict[str, str], timeout: float, *, wait: bo
     """Check the cluster answers before anything starts: one error line (not a stack
     trace after 30 s) when it is away, or, with ``wait``, one WARNING and a wait for it.
     A cluster that refuses us (credentials, TLS) fails at once: waiting would not help."""
+    from streams.cluster import Cluster, ClusterError, ClusterRefusedError
+    from streams.logs import get_logger
+
     cluster = Cluster(bootstrap, timeout, settings)  # one client, asked again while waiting
     warned = False
     while True:

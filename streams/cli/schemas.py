@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 
 from streams.cli._common import (
     JsonOpt,
@@ -24,8 +23,11 @@ from streams.cli._common import (
     styled,
     use_schemas,
 )
-from streams.schemas import SchemaCatalog, check_catalog
 from streams.schemas.errors import CatalogLoadError, SchemaNotFoundError, SchemasFolderNotFoundError
+
+if TYPE_CHECKING:
+    from streams.schemas import SchemaCatalog
+
 
 app = typer.Typer(
     help="Inspect the Avro schemas in schemas/ and check their compatibility.",
@@ -34,6 +36,8 @@ app = typer.Typer(
 
 
 def _load(folder: Path | None) -> tuple[Path, SchemaCatalog]:
+    from streams.schemas import SchemaCatalog
+
     schemas_dir = use_schemas(folder)
     try:
         return schemas_dir, SchemaCatalog.load(schemas_dir, check=False)
@@ -48,6 +52,8 @@ def _load(folder: Path | None) -> tuple[Path, SchemaCatalog]:
 @app.command()
 def check(schemas_dir: Path | None = SchemasOpt, as_json: bool = JsonOpt) -> None:
     """Check every type's versions against its declared mode; exit 1 on any break."""
+    from streams.schemas import check_catalog
+
     folder, catalog = _load(schemas_dir)
     broken = check_catalog(catalog)
     types = catalog.types()
@@ -80,6 +86,8 @@ def check(schemas_dir: Path | None = SchemasOpt, as_json: bool = JsonOpt) -> Non
 @app.command("list")
 def list_(schemas_dir: Path | None = SchemasOpt, as_json: bool = JsonOpt) -> None:
     """Every type with its versions and compatibility mode."""
+    from rich.table import Table
+
     folder, catalog = _load(schemas_dir)
     rows: list[dict[str, Any]] = []
     for name in catalog.types():

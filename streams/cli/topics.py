@@ -7,6 +7,7 @@ A thin layer over ``streams.tools.topics``. ``delete`` asks on a terminal unless
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -23,9 +24,11 @@ from streams.cli._common import (
     replication_option,
 )
 from streams.cli._tables import Records
-from streams.cluster import Cluster
 from streams.config import client_settings
-from streams.tools import topics as tools
+
+if TYPE_CHECKING:
+    from streams.cluster import Cluster
+
 
 app = typer.Typer(
     help="List, describe, create and delete topics.",
@@ -43,6 +46,8 @@ TopicConfigOpt = typer.Option(
 
 
 def _cluster(bootstrap: str, timeout: float, config_file: Path | None, x: list[str]) -> Cluster:
+    from streams.cluster import Cluster
+
     return Cluster(bootstrap, timeout, client_settings(config_file, x))
 
 
@@ -58,6 +63,8 @@ def list_command(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Every topic with its partitions and replication factor."""
+    from streams.tools import topics as tools
+
     rows = tools.list_topics(
         _cluster(bootstrap, timeout, config_file, client), internal=include_internal
     )
@@ -86,6 +93,8 @@ def describe_command(  # noqa: PLR0917 - a command's options
     record count; then the topic's configs that are not Kafka's defaults, with where each
     comes from (the topic itself, or the cluster's defaults).
     """
+    from streams.tools import topics as tools
+
     info = tools.describe_topic(_cluster(bootstrap, timeout, config_file, client), topic)
     if as_json:
         print_json(info.as_dict())
@@ -137,6 +146,8 @@ def create_command(  # noqa: PLR0917 - a command's options
     Creating a topic that exists is an error unless --if-not-exists; with it, the topic
     is left as it is, even when its partitions or configs differ from the options.
     """
+    from streams.tools import topics as tools
+
     created = tools.create(
         _cluster(bootstrap, timeout, config_file, client),
         topic,
@@ -170,6 +181,8 @@ def delete_command(  # noqa: PLR0917 - a command's options
 
     A topic that does not exist is an error (nothing is deleted) unless --if-exists.
     """
+    from streams.tools import topics as tools
+
     cluster = _cluster(bootstrap, timeout, config_file, client)
     if execute:
         deleted = tools.delete(cluster, topics, if_exists=if_exists)

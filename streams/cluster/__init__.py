@@ -14,12 +14,7 @@ client or sends it a request (``tests/unit/test_cluster_door.py``).
 """
 
 from streams.cluster.clients import admin_client, probe_metadata
-from streams.cluster.connection import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_TIMEOUT,
-    Cluster,
-    default_bootstrap,
-)
+from streams.cluster.connection import Cluster, default_bootstrap
 from streams.cluster.errors import (
     ClusterError,
     ClusterRefusedError,
@@ -40,6 +35,7 @@ from streams.cluster.topics import (
     topic_configs,
     topic_metadata,
 )
+from streams.config import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
 
 __all__ = [
     "DEFAULT_BOOTSTRAP",

@@ -19,7 +19,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from streams.cluster.errors import MOVING, ClusterError, ClusterRefusedError, TopicNotFoundError
-from streams.cluster.groups import GroupInfo, describe_group, list_groups
+from streams.cluster.groups import GroupInfo, delete_groups, describe_group, list_groups
 from streams.cluster.offsets import (
     OffsetKind,
     alter_committed,
@@ -35,11 +35,9 @@ from streams.cluster.topics import (
     topic_configs,
     topic_metadata,
 )
-from streams.config import client_config, external_bootstrap
+from streams.config import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT, client_config, external_bootstrap
 from streams.coordinates import TP
 
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-DEFAULT_TIMEOUT = 10.0
 _CHECK_SLICE_S = 0.5  # how long one metadata request of ``Cluster.check`` may wait
 
 T = TypeVar("T")
@@ -245,3 +243,7 @@ class Cluster:
     def describe_group(self, group: str) -> GroupInfo:
         """See ``streams.cluster.groups.describe_group``."""
         return describe_group(self, group)
+
+    def delete_groups(self, groups: Sequence[str]) -> None:
+        """See ``streams.cluster.groups.delete_groups``."""
+        delete_groups(self, groups)

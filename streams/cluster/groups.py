@@ -1,12 +1,13 @@
-"""Consumer and share groups on a cluster: which exist, their state and members, and the
-one group setting Streams makes (a share group's start).
+"""Consumer and share groups on a cluster: which exist, their state and members, deleting
+them, and the one group setting Streams makes (a share group's start).
 
-``list_groups`` and ``describe_group`` take the ``Cluster`` that asks and are its
-methods; ``set_share_offset_reset`` takes the admin client a share worker holds.
+``list_groups``, ``describe_group`` and ``delete_groups`` take the ``Cluster`` that asks
+and are its methods; ``set_share_offset_reset`` takes the admin client a share worker holds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -95,6 +96,35 @@ def describe_group(cluster: Cluster, group: str) -> GroupInfo:
     )
     state = _STATE_NAMES.get(desc.state, str(desc.state.name).title())
     return GroupInfo(group, state, members)
+
+
+def delete_groups(cluster: Cluster, groups: Sequence[str]) -> None:
+    """Delete consumer groups ``groups`` with their committed offsets, all or none:
+    raises ``ClusterError`` before deleting anything when ``check_deletable`` does."""
+    names = check_deletable(cluster, groups)
+    if names:
+        cluster.request(
+            f"delete groups {', '.join(names)}",
+            lambda: cluster.admin.delete_consumer_groups(names, request_timeout=cluster.timeout),
+        )
+
+
+def check_deletable(cluster: Cluster, groups: Sequence[str]) -> list[str]:
+    """``groups`` without repeats, once each is known to exist and to have no members
+    (Kafka refuses to delete a group in use: its consumers are stopped first, as for an
+    offset reset); else ``ClusterError`` naming the group."""
+    names = list(dict.fromkeys(groups))
+    for info in (describe_group(cluster, g) for g in names):
+        if not info.exists:
+            raise ClusterError(f"no consumer group {info.group!r}; nothing was deleted")
+        if info.active:
+            members = len(info.members)
+            raise ClusterError(
+                f"group {info.group!r} is in use ({info.state}, {members} "
+                f"member{'' if members == 1 else 's'}): stop its consumers first; "
+                "nothing was deleted"
+            )
+    return names
 
 
 def set_share_offset_reset(admin: AdminClient, group: str, reset: str, timeout: float) -> None:

@@ -5,10 +5,11 @@ to the end offsets as of the start; ``follow`` keeps reading new records instead
 ``--to`` when given). Partitions are assigned, as by replay: no consumer group is joined
 and nothing is committed. Records are read in batches (``Consumer.consume``).
 
-A record that is not an envelope of the catalog (garbage, a type or version without a
-schema, a tombstone) is shown raw, its key and value as text when UTF-8 (else base64,
-under ``key_base64``/``value_base64``), with the reason under ``error``. ``view`` never
-raises for a record's content.
+A record that is not an envelope (garbage, a tombstone) is shown raw, its key and value
+as text when UTF-8 (else base64, under ``key_base64``/``value_base64``), with the reason
+under ``error``. An envelope whose type or version has no schema in the catalog shows what
+needs none: its metadata (id, type, version, time, source, ids), its payload as
+``data_base64``, and the reason. ``view`` never raises for a record's content.
 """
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ import base64
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Message, TopicPartition
 
 from streams.cluster import Cluster, TopicNotFoundError
 from streams.codec.avro import AvroCodec
-from streams.codec.errors import DecodeError
+from streams.codec.envelope_wire import read_fields
+from streams.codec.errors import DecodeError, UnknownTypeError, UnknownVersionError
 from streams.codec.jsonmap import envelope_fields
 from streams.replay.errors import PositionError, ReplayError
 from streams.replay.filters import RecordFilter
@@ -34,6 +37,7 @@ from streams.replay.positions import PositionSpec, Shift, TopicSelection, format
 BATCH = 1000
 POLL_TIMEOUT = 0.5  # seconds per consume call: how soon Ctrl-C and --follow's end are seen
 TOPIC_POLL_INTERVAL = 0.5  # seconds between metadata requests for a topic not created yet
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class ConsumeError(ReplayError):
@@ -44,7 +48,9 @@ class ConsumeError(ReplayError):
 class ConsumeRequest:
     """What to read: a topic (or some partitions), from ``start`` to ``end`` (exclusive;
     None: the end offsets at the start, or never with ``follow``), the records that pass
-    ``record_filter``, at most ``max_records`` of them."""
+    ``record_filter``, at most ``max_records`` of them. ``tail`` keeps only the last
+    ``tail`` offsets of each partition's range, as kcat's ``-o -N`` (before the filters;
+    transaction markers and compaction leave fewer records than offsets)."""
 
     selection: TopicSelection
     start: PositionSpec
@@ -53,6 +59,7 @@ class ConsumeRequest:
     record_filter: RecordFilter = field(default_factory=RecordFilter)
     max_records: int | None = None
     read_committed: bool = True
+    tail: int | None = None
 
 
 def read_batches(
@@ -78,6 +85,11 @@ def read_batches(
                 "offset to shift from; give an offset, a time or earliest/latest"
             )
     plan = _plan(cluster, request, on_wait)
+    if request.tail is not None:
+        last = request.tail
+        plan = replace(
+            plan, ranges=tuple(replace(r, start=max(r.start, r.end - last)) for r in plan.ranges)
+        )
     bounded = request.end is not None or not request.follow
     ends: dict[int, int | None] = {
         r.partition: r.end if bounded else None for r in plan.ranges if not bounded or r.size > 0
@@ -239,6 +251,8 @@ def view(msg: Message, codec: AvroCodec, *, with_headers: bool = False) -> dict[
     try:
         env = codec.decode(msg.value(), headers)
         fields = envelope_fields(env)
+    except (UnknownTypeError, UnknownVersionError) as exc:
+        return _without_schema(msg, str(exc), with_headers=with_headers)
     except DecodeError as exc:
         broken = raw_view(msg, with_headers=with_headers)
         broken["error"] = str(exc)
@@ -248,4 +262,26 @@ def view(msg: Message, codec: AvroCodec, *, with_headers: bool = False) -> dict[
     out.update(fields)
     if with_headers:
         out["headers"] = headers_view(headers)  # type: ignore[arg-type]
+    return out
+
+
+def _without_schema(msg: Message, reason: str, *, with_headers: bool) -> dict[str, Any]:
+    """An envelope whose payload has no schema here: the metadata the envelope record
+    carries (read without the payload's schema), the payload as base64."""
+    value: bytes = msg.value()  # type: ignore[assignment]
+    id_, type_, version, when, source, _key, correlation, causation, data = read_fields(value)
+    out = coordinates(msg)
+    out.update(
+        id=id_,
+        type=type_,
+        version=version,
+        time=(_EPOCH + timedelta(microseconds=when)).isoformat(),
+        source=source,
+        correlation_id=correlation,
+        causation_id=causation,
+        data_base64=base64.b64encode(data).decode("ascii"),
+        error=reason,
+    )
+    if with_headers:
+        out["headers"] = headers_view(msg.headers())  # type: ignore[arg-type]
     return out

@@ -10,6 +10,11 @@ Timing: ``produce_lines`` reads lazily (a pipe works, at ``rate`` records per se
 given) and returns once the broker acknowledged every record (idempotent producer,
 ``acks=all``). The first bad line stops it: the records before it are flushed and
 ``ProduceInputError`` names the line, the field and how many records were written.
+
+Raw records (``raw_records``, ``streams produce --raw``) skip the envelope: each line is a
+value as it is, optionally split into key and value at a separator (kcat's ``-K``), an
+empty value a tombstone when asked (kcat's ``-Z``). Both kinds go through
+``produce_records``, with the same pacing, acknowledgement and errors.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, Message, Producer
 
@@ -29,9 +34,11 @@ from streams.codec.errors import EncodeError
 from streams.codec.jsonmap import from_json
 from streams.envelope import Envelope
 from streams.errors import ProduceError, StreamsError
+from streams.tools import DEFAULT_SOURCE
+from streams.tools.consume import headers_view
 
-DEFAULT_SOURCE = "streams-cli"
 Headers = list[tuple[str, str | bytes | None]]
+T = TypeVar("T")
 FLUSH_TIMEOUT = 60.0
 
 _TEMPLATE_FIELD = re.compile(r"\{([^{}]*)\}")
@@ -168,14 +175,19 @@ def read_payloads(lines: Iterable[str]) -> Iterator[tuple[int, Any]]:
 def payloads_to_send(lines: Iterable[str], count: int | None) -> Iterator[tuple[int, Any]]:
     """The payloads to write: every line, or exactly ``count`` records, cycling over the
     lines when there are fewer (each cycle makes new envelopes, with new ids)."""
+    return _take(read_payloads(lines), count)
+
+
+def _take(items: Iterable[T], count: int | None) -> Iterator[T]:
+    """Every item, or exactly ``count``, cycling over them when there are fewer."""
     if count is None:
-        yield from read_payloads(lines)
+        yield from items
         return
     if count <= 0:
         return
-    seen: list[tuple[int, Any]] = []
+    seen: list[T] = []
     sent = 0
-    for item in read_payloads(lines):
+    for item in items:
         yield item
         sent += 1
         if sent >= count:
@@ -189,6 +201,78 @@ def payloads_to_send(lines: Iterable[str], count: int | None) -> Iterator[tuple[
             sent += 1
             if sent >= count:
                 return
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One record to write: key, value (None: a tombstone) and headers."""
+
+    key: str | bytes | None
+    value: bytes | None
+    headers: Headers = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """As ``streams consume --format raw`` shows a record (text values)."""
+        return {
+            "key": _text(self.key),
+            "value": _text(self.value),
+            "headers": headers_view(
+                [(name, v.encode() if isinstance(v, str) else v) for name, v in self.headers]
+            ),
+        }
+
+
+def _text(data: str | bytes | None) -> str | None:
+    return data.decode(errors="replace") if isinstance(data, bytes) else data
+
+
+def envelope_records(
+    lines: Iterable[str], maker: EnvelopeMaker, *, count: int | None = None
+) -> Iterator[Outgoing]:
+    """One envelope record per payload line (``payloads_to_send``). Raises
+    ``ProduceInputError`` naming the line of a payload that is not valid."""
+    for number, payload in payloads_to_send(lines, count):
+        try:
+            env, value, headers = maker.make(payload)
+        except ProduceInputError as exc:
+            raise ProduceInputError(f"line {number}: {exc}") from None
+        yield Outgoing(env.key, value, headers)
+
+
+def raw_records(
+    lines: Iterable[str],
+    *,
+    key: str | None = None,
+    key_separator: str | None = None,
+    null: bool = False,
+    count: int | None = None,
+) -> Iterator[Outgoing]:
+    """One record per non-blank line, its text as the value (UTF-8), no envelope.
+
+    ``key`` keys every record; ``key_separator`` splits each line at its first
+    occurrence into key and value (a line without it is refused, as
+    kafka-console-producer's ``parse.key``); with ``null`` an empty value is written as
+    null, a tombstone. ``count`` as in ``payloads_to_send``. Options that do not go
+    together are refused at once, a line without the separator when it is read."""
+    if key is not None and key_separator is not None:
+        raise ProduceInputError("give a key for every record or a key separator, not both")
+    if key_separator == "":
+        raise ProduceInputError("the key separator cannot be empty")
+    return _raw_records(lines, key, key_separator, null, count)
+
+
+def _raw_records(
+    lines: Iterable[str], key: str | None, key_separator: str | None, null: bool, count: int | None
+) -> Iterator[Outgoing]:
+    numbered = ((n, line.rstrip("\r\n")) for n, line in enumerate(lines, 1) if line.strip())
+    for number, line in _take(numbered, count):
+        record_key: str | None = key
+        value = line
+        if key_separator is not None:
+            record_key, sep, value = line.partition(key_separator)
+            if not sep:
+                raise ProduceInputError(f"line {number}: no key separator {key_separator!r}")
+        yield Outgoing(record_key, None if null and not value else value.encode())
 
 
 @dataclass(slots=True)
@@ -284,8 +368,23 @@ def produce_lines(
     rate: float | None = None,
     flush_timeout: float = FLUSH_TIMEOUT,
 ) -> ProduceResult:
-    """Write one envelope per payload line (see the module docstring); blocks until
-    every record is acknowledged. Raises ``ProduceInputError`` for a bad line (after
+    """Write one envelope per payload line (see the module docstring): ``produce_records``
+    of ``envelope_records``."""
+    records = envelope_records(lines, maker, count=count)
+    return produce_records(cluster, topic, records, rate=rate, flush_timeout=flush_timeout)
+
+
+def produce_records(
+    cluster: Cluster,
+    topic: str,
+    records: Iterable[Outgoing],
+    *,
+    headers: Headers | None = None,
+    rate: float | None = None,
+    flush_timeout: float = FLUSH_TIMEOUT,
+) -> ProduceResult:
+    """Write ``records`` (each with ``headers`` added) to ``topic``; blocks until every
+    record is acknowledged. Raises ``ProduceInputError`` for a bad input line (after
     flushing the records before it), ``ProduceError`` when the broker refused records."""
     check_topic(cluster, topic)
     started = time.perf_counter()
@@ -295,17 +394,12 @@ def produce_lines(
     pacer = _Pacer(rate)
     failure: ProduceInputError | None = None
     try:
-        for number, payload in payloads_to_send(lines, count):
-            try:
-                env, value, headers = maker.make(payload)
-            except ProduceInputError as exc:
-                failure = ProduceInputError(f"line {number}: {exc}")
-                break
+        for record in records:
             pacer.wait(producer.poll)
-            _produce(producer, topic, env.key, value, headers)
+            _produce(producer, topic, record, headers or [])
             if deliveries.error is not None:
                 break
-    except ProduceInputError as exc:  # a line that is not JSON
+    except ProduceInputError as exc:  # a line that is not a record
         failure = exc
     finally:
         left = producer.flush(flush_timeout)
@@ -325,16 +419,11 @@ def _written(result: ProduceResult) -> str:
     return f"{result.count} {noun} already written to {result.topic}"
 
 
-def _produce(
-    producer: Producer,
-    topic: str,
-    key: str | None,
-    value: bytes,
-    headers: Headers,
-) -> None:
+def _produce(producer: Producer, topic: str, record: Outgoing, headers: Headers) -> None:
+    every = [*record.headers, *headers] if headers else record.headers
     while True:
         try:
-            producer.produce(topic, value, key, headers=headers)
+            producer.produce(topic, record.value, record.key, headers=every)
             return
         except BufferError:  # the local queue is full: let deliveries drain, then retry
             producer.poll(0.1)

@@ -20,9 +20,12 @@ from streams.testing.topology_process import TopologyProcess
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def streams(bootstrap: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def streams(
+    bootstrap: str, *args: str, stdin: str = "", cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
     """``streams ARGS`` against ``bootstrap`` (from $KAFKA_BOOTSTRAP_SERVERS, as users set
-    it), from the project folder, so the schemas are found as a user's would be."""
+    it), from ``cwd``: the project folder by default, so the schemas are found as a user's
+    would be. Standard input is ``stdin``, never a terminal, as in a script."""
     # a wide terminal for tables, so a row's cells are not wrapped
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "COLUMNS": "200"}
     env.pop("STREAMS_SCHEMAS", None)
@@ -31,7 +34,7 @@ def streams(bootstrap: str, *args: str, stdin: str = "") -> subprocess.Completed
         input=stdin,
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         timeout=120,
         check=False,

@@ -19,6 +19,7 @@ from streams.tools.produce import (
     parse_rate,
     parse_type_ref,
     payloads_to_send,
+    raw_records,
 )
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
@@ -146,3 +147,23 @@ def test_times_are_iso_text_both_ways(codec: AvroCodec) -> None:
     naive = json.dumps({"order_id": "o1", "accepted_at": "2026-01-02T03:04:05"})
     with pytest.raises(ProduceInputError, match="line 1: field 'accepted_at'"):
         list(dry_run([naive], maker))
+
+
+def test_raw_lines_are_values_as_they_are_keyed_at_the_first_separator() -> None:
+    lines = ["k1:a:b\n", "\n", "k2:\n", ":v3\r\n"]
+    records = list(raw_records(lines, key_separator=":"))
+    assert [(r.key, r.value) for r in records] == [("k1", b"a:b"), ("k2", b""), ("", b"v3")]
+    # --null: an empty value is a tombstone, as kcat -Z
+    (_, tombstone, _) = raw_records(lines, key_separator=":", null=True)
+    assert tombstone.key == "k2" and tombstone.value is None
+    keyed = list(raw_records(["x\n", "y\n"], key="same"))
+    assert [(r.key, r.value) for r in keyed] == [("same", b"x"), ("same", b"y")]
+    assert [r.value for r in raw_records(["x\n", "y\n"], count=3)] == [b"x", b"y", b"x"]
+
+
+def test_raw_input_that_is_not_a_record_is_refused_naming_the_line() -> None:
+    with pytest.raises(ProduceInputError, match=r"line 2: no key separator ':'"):
+        list(raw_records(["k:v\n", "no separator\n"], key_separator=":"))
+    # options that do not go together are refused before any line is read
+    with pytest.raises(ProduceInputError, match="not both"):
+        raw_records(iter(()), key="k", key_separator=":")

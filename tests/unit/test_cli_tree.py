@@ -153,6 +153,14 @@ def test_the_root_help_lists_the_exit_codes() -> None:
         assert f"{code} {meaning}" in flat
 
 
+def test_run_shows_the_orderings_the_topology_knows() -> None:
+    # Written out in streams.cli.run so that help loads no topology code.
+    from streams.cli.run import ORDERINGS_SHOWN  # noqa: PLC0415 - next to its check
+    from streams.topology.topology import ORDERINGS  # noqa: PLC0415
+
+    assert "|".join(ORDERINGS) == ORDERINGS_SHOWN
+
+
 def test_demo_only_names_the_steps_there_are_when_one_is_not() -> None:
     # Raised before any broker is looked for; `streams` prints it as one line (main()).
     result = CliRunner().invoke(app, ["demo", "--only", "topology,nope"])
@@ -216,6 +224,7 @@ WRITES_BY_PURPOSE = {
 }
 CHANGES_A_CLUSTER = {
     "dlq replay",
+    "groups delete",
     "offsets reset",
     "projections rebuild",
     "replay",

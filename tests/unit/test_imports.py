@@ -33,6 +33,25 @@ HEAVY = frozenset(
 )
 WIRE = frozenset({"streams.codec", "streams.schemas", "fastavro"})
 
+# What `streams` may not load before a command runs: each command imports the layers and
+# dependencies it runs inside its function (streams/cli/__init__.py), so that `--help`
+# and a quick command start in a fraction of a second.
+# (The schemas package and its errors are light: commands name those errors.)
+CLI_RUNS = (HEAVY - {"streams.cli", "typer", "rich", "structlog"}) | {
+    "streams.codec",
+    "streams.schemas.catalog",
+    "fastavro",
+    "streams.cluster",
+    "streams.dlq",
+    "streams.patterns",
+    "streams.tools.topics",
+    "streams.tools.consume",
+    "streams.tools.produce",
+    "confluent_kafka",
+    "rich.progress",
+    "rich.live",
+}
+
 LAZY_PACKAGES = ["streams", "streams.codec", "streams.schemas", "streams.failures"]
 
 
@@ -67,6 +86,29 @@ def test_a_light_import_loads_no_layer_above_and_no_heavy_dependency(
     statement: str, forbidden: frozenset[str]
 ) -> None:
     assert loaded_by(statement) & forbidden == set()
+
+
+def test_the_command_tree_loads_nothing_a_command_runs() -> None:
+    # The whole tree: every command, option and help text, as --help and the docs see it.
+    loaded = loaded_by("import streams.cli\nstreams.cli.cli")
+    assert loaded & (CLI_RUNS | {"structlog", "rich.table"}) == set()
+
+
+@pytest.mark.parametrize("args", [["--help"], ["topics", "list", "--help"], ["consume", "--help"]])
+def test_streams_help_loads_nothing_a_command_runs(args: list[str]) -> None:
+    # Run as a user runs it; -X importtime names every module the process imported.
+    trace = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "streams", *args],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stderr  # fmt: skip
+    imported = {
+        part
+        for line in trace.splitlines()
+        if line.startswith("import time:") and "|" in line
+        for part in _prefixes(line.rsplit("|", 1)[1].strip())
+    }
+    assert "streams.cli" in imported
+    assert imported & CLI_RUNS == set()
 
 
 def test_a_public_name_loads_its_package_on_first_use() -> None:

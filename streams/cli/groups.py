@@ -1,0 +1,161 @@
+"""``streams groups list | describe | delete``: a cluster's consumer groups.
+
+What ``kafka-consumer-groups --list | --describe --members | --delete`` do, through the
+door (``streams.cluster.Cluster``). ``delete`` is all or none and refuses a group in use,
+as Kafka does; it asks on a terminal unless ``--yes``, like ``streams topics delete``.
+Offsets per partition are ``streams offsets show``'s, lag over time ``streams lag``'s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from streams.cli._common import (
+    BootstrapOpt,
+    ConfigFileOpt,
+    JsonOpt,
+    SettingOpt,
+    TimeoutOpt,
+    console,
+    execute_option,
+    print_json,
+)
+from streams.config import client_settings
+
+if TYPE_CHECKING:
+    from streams.cluster import Cluster, GroupInfo
+
+app = typer.Typer(help="List, describe and delete consumer groups.", no_args_is_help=True)
+
+
+GroupsArg = typer.Argument(..., metavar="GROUP...", help="The groups to delete.")
+
+
+def _cluster(bootstrap: str, timeout: float, config_file: Path | None, x: list[str]) -> Cluster:
+    from streams.cluster import Cluster
+
+    return Cluster(bootstrap, timeout, client_settings(config_file, x))
+
+
+def _info_dict(info: GroupInfo) -> dict[str, Any]:
+    return {
+        "group": info.group,
+        "state": info.state,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.host,
+                "instance_id": m.instance_id,
+                "partitions": [f"{topic}:{p}" for topic, p in m.partitions],
+            }
+            for m in info.members
+        ],
+    }
+
+
+@app.command("list")
+def list_command(
+    bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
+    timeout: float = TimeoutOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Every consumer group with its state and number of members."""
+    from rich.table import Table
+
+    cluster = _cluster(bootstrap, timeout, config_file, client)
+    infos = [cluster.describe_group(g) for g in cluster.groups()]
+    if as_json:
+        print_json([{"group": i.group, "state": i.state, "members": len(i.members)}
+                    for i in infos])  # fmt: skip
+        return
+    table = Table(title=f"{len(infos)} consumer groups")
+    table.add_column("group", overflow="fold")
+    table.add_column("state", no_wrap=True)
+    table.add_column("members", justify="right", no_wrap=True)
+    for i in infos:
+        table.add_row(i.group, i.state, str(len(i.members)))
+    console.print(table)
+
+
+@app.command("describe")
+def describe_command(  # noqa: PLR0917 - a command's options
+    group: str = typer.Argument(..., metavar="GROUP", help="The consumer group."),
+    bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
+    timeout: float = TimeoutOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """State and members of GROUP (each with its partitions), and its lag per topic.
+
+    Per partition offsets are streams offsets show --group GROUP; lag as it moves,
+    streams lag --group GROUP --watch.
+    """
+    from rich.table import Table
+
+    from streams.cluster import ClusterError
+    from streams.replay.lag import lag
+
+    cluster = _cluster(bootstrap, timeout, config_file, client)
+    info = cluster.describe_group(group)
+    if not info.exists:
+        raise ClusterError(f"no consumer group {group!r}")
+    lags = lag(cluster, [group])
+    if as_json:
+        topics = [
+            {"topic": r.topic, "lag": r.lag, "max_partition_lag": r.max_partition_lag} for r in lags
+        ]
+        print_json({**_info_dict(info), "lag": topics})
+        return
+    members = Table(title=f"{group}: {info.state}, {len(info.members)} members")
+    for col in ("member", "client", "host", "partitions"):
+        members.add_column(col, overflow="fold")
+    for m in info.members:
+        parts = ", ".join(f"{topic}:{p}" for topic, p in m.partitions) or "-"
+        members.add_row(m.instance_id or m.member_id, m.client_id, m.host, parts)
+    console.print(members)
+    table = Table(title="lag (per partition: streams offsets show)")
+    table.add_column("topic", overflow="fold")
+    table.add_column("lag", justify="right", no_wrap=True)
+    table.add_column("max partition lag", justify="right", no_wrap=True)
+    for r in lags:
+        table.add_row(r.topic, f"{r.lag:,}", f"{r.max_partition_lag:,}")
+    console.print(table if lags else "no committed offsets")
+
+
+@app.command("delete")
+def delete_command(  # noqa: PLR0917 - a command's options
+    groups: list[str] = GroupsArg,
+    execute: bool = execute_option("Delete them", "--yes"),
+    bootstrap: str = BootstrapOpt,
+    config_file: Path | None = ConfigFileOpt,
+    client: list[str] = SettingOpt,
+    timeout: float = TimeoutOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Delete consumer groups with their committed offsets.
+
+    All or none: a group that does not exist, or that has members (stop its consumers
+    first), is an error and nothing is deleted. A dry run unless --execute.
+    """
+    from streams.cluster.groups import check_deletable
+
+    cluster = _cluster(bootstrap, timeout, config_file, client)
+    names = check_deletable(cluster, groups)  # refused in a dry run too
+    if execute:
+        cluster.delete_groups(names)
+    if as_json:
+        print_json({"deleted": names if execute else [], "executed": execute})
+    elif execute:
+        console.print(f"deleted group {', '.join(names)}")
+    else:
+        console.print(
+            f"dry run: would delete group {', '.join(names)} and its committed offsets; "
+            "pass --execute to delete"
+        )
