@@ -2,7 +2,7 @@
 
 What ``kafka-consumer-groups --list | --describe --members | --delete`` do, through the
 door (``streams.cluster.Cluster``). ``delete`` is all or none and refuses a group in use,
-as Kafka does; it asks on a terminal unless ``--yes``, like ``streams topics delete``.
+as Kafka does; a dry run unless ``--execute``, like ``streams topics delete``.
 Offsets per partition are ``streams offsets show``'s, lag over time ``streams lag``'s.
 """
 
@@ -132,7 +132,7 @@ def describe_command(  # noqa: PLR0917 - a command's options
 @app.command("delete")
 def delete_command(  # noqa: PLR0917 - a command's options
     groups: list[str] = GroupsArg,
-    execute: bool = execute_option("Delete them", "--yes"),
+    execute: bool = execute_option("Delete them"),
     bootstrap: str = BootstrapOpt,
     config_file: Path | None = ConfigFileOpt,
     client: list[str] = SettingOpt,

@@ -155,7 +155,7 @@ def test_groups_list_describe_and_delete(kafka_bootstrap: str, group: tuple[str,
         assert shown.returncode == 0 and name in shown.stdout and topic in shown.stdout
 
         # a group in use is refused in one line, and stays
-        refused = streams(kafka_bootstrap, "groups", "delete", name, "--yes")
+        refused = streams(kafka_bootstrap, "groups", "delete", name, "--execute")
         assert refused.returncode == 1
         assert refused.stderr.strip().splitlines() == [
             f"error: group {name!r} is in use (Stable, 1 member): stop its consumers first; "
@@ -164,12 +164,14 @@ def test_groups_list_describe_and_delete(kafka_bootstrap: str, group: tuple[str,
     finally:
         member.close()
 
-    # no terminal to ask and no --yes: refused
-    unasked = streams(kafka_bootstrap, "groups", "delete", name)
-    assert unasked.returncode == 1 and "pass --yes" in unasked.stderr
-    deleted = streams(kafka_bootstrap, "groups", "delete", name, "--yes", "--json")
+    # without --execute: a dry run that says what it would delete, and the group stays
+    dry = streams(kafka_bootstrap, "groups", "delete", name)
+    assert dry.returncode == 0, dry.stderr
+    assert "would delete group" in " ".join(dry.stdout.split())
+    assert name in Cluster(kafka_bootstrap).groups()
+    deleted = streams(kafka_bootstrap, "groups", "delete", name, "--execute", "--json")
     assert deleted.returncode == 0, deleted.stderr
-    assert json.loads(deleted.stdout) == {"deleted": [name]}
+    assert json.loads(deleted.stdout) == {"deleted": [name], "executed": True}
     assert name not in Cluster(kafka_bootstrap).groups()
-    again = streams(kafka_bootstrap, "groups", "delete", name, "--yes")
+    again = streams(kafka_bootstrap, "groups", "delete", name, "--execute")
     assert again.returncode == 1 and f"no consumer group {name!r}" in again.stderr
