@@ -25,7 +25,9 @@ from streams.topology.topology import Topology
 
 
 def import_file(path: str | Path) -> ModuleType:
-    """Import a Python file as a module (for topology files and their helpers)."""
+    """Import a Python file as a module (for topology files and their helpers), under a
+    private name of its own: no module of ``sys.modules`` is replaced, two files with one
+    stem both stay loaded, and error headers name its classes by the stem."""
     path = Path(path)
     if not path.is_file():
         raise TopologyLoadError(f"no topology file at {path}")
