@@ -91,7 +91,11 @@ class Envelope:
         key: str | None = None,
         source: str | None = None,
     ) -> Envelope:
-        """A follow-up or reply caused by this event: same correlation id, causation = our id."""
+        """A follow-up or reply caused by this event: same correlation id, causation = our id.
+
+        Its ``source`` is the service that makes it, not this event's: ``source`` if given,
+        else ``DEFAULT_SOURCE`` (a topology writes it with its app id). This event's source
+        stays reachable through ``causation_id``."""
         return envelope_from_fields(
             type,
             data,
@@ -99,7 +103,7 @@ class Envelope:
             self.key if key is None else key,
             new_id(),
             utc_now(),
-            self.source if source is None else source,
+            DEFAULT_SOURCE if source is None else source,
             self.correlation_id or self.id,
             self.id,
         )

@@ -1,7 +1,8 @@
 """``streams dlq list | show | replay``: inspect a dead-letter topic and send records back.
 
 Every command reads the DLQ from its start to its current end (no consumer group, nothing
-committed). ``replay`` is a dry run unless ``--execute`` is given.
+committed), and refuses a topic none of whose records carries error headers (no DLQ).
+``replay`` is a dry run unless ``--execute`` is given.
 """
 
 from __future__ import annotations
@@ -138,7 +139,11 @@ def _read(
 
     Cluster(bootstrap, timeout, settings).check()  # one line for an unreachable or refusing one
     with _progress(f"reading {topic}", quiet) as on_progress:
-        return read_dlq(bootstrap, topic, timeout=timeout, on_progress=on_progress, config=settings)
+        contents = read_dlq(
+            bootstrap, topic, timeout=timeout, on_progress=on_progress, config=settings
+        )
+    contents.check_is_dlq()  # one line, not a summary of records nobody dead-lettered
+    return contents
 
 
 def _print_json(data: Any) -> None:

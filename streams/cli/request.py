@@ -3,15 +3,16 @@
 Each JSON line of stdin (or the one ``PAYLOAD`` argument) becomes a request envelope, sent
 with a ``Requester`` (``streams.patterns``): all of them at once, the replies printed as
 JSON lines in the order of the requests. A request without a reply in ``--wait`` seconds,
-or answered by an error reply, is reported on stderr, and the command exits 1.
+or answered by an error reply, is reported on stderr as such, and the command exits 1.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -28,6 +29,9 @@ from streams.cli._common import (
 )
 from streams.config import client_settings
 from streams.tools import DEFAULT_SOURCE
+
+if TYPE_CHECKING:
+    from streams.patterns import RequestError
 
 
 def request_command(  # noqa: PLR0917 - a command's options
@@ -103,7 +107,7 @@ def request_command(  # noqa: PLR0917 - a command's options
         except ProduceInputError as exc:
             raise ProduceInputError(f"line {number}: {exc}") from None
     settings = client_settings(config_file, client)
-    failed = 0
+    failed: Counter[str] = Counter()
     with Requester(
         bootstrap, reply_topic=reply_to, settings=settings, codec=codec, broker_timeout=timeout
     ) as requester:
@@ -112,13 +116,29 @@ def request_command(  # noqa: PLR0917 - a command's options
             try:
                 shown: dict[str, Any] = envelope_fields(future.result())
             except RequestError as exc:
-                failed += 1
+                outcome, why = _outcome(exc, wait)
+                failed[outcome] += 1
                 if not as_json:
-                    err_console.print(f"request {env.id}: {exc}", highlight=False, soft_wrap=True)
+                    err_console.print(f"request {env.id}: {why}", highlight=False, soft_wrap=True)
                     continue
-                shown = {"request": env.id, "error": str(exc)}
+                shown = {"request": env.id, "error": why}
             else:
                 shown = {"request": env.id, "reply": shown} if as_json else shown
             sys.stdout.write(json.dumps(shown, ensure_ascii=False) + "\n")
     if failed:
-        fail(f"{failed} of {len(asked)} request(s) got no reply")
+        counts = ", ".join(f"{n} {outcome}" for outcome, n in failed.items())
+        fail(f"{failed.total()} of {len(asked)} request(s) failed: {counts}")
+
+
+def _outcome(exc: RequestError, wait: float) -> tuple[str, str]:
+    """What became of a request (counted in the last line) and why, in words that do not
+    repeat its id: the line names it once."""
+    from streams.patterns import ReplyTimeout, RequestFailed, RequestNotSent
+
+    if isinstance(exc, RequestFailed):
+        return "error reply", str(exc)
+    if isinstance(exc, ReplyTimeout):
+        return "no reply", f"no reply within {wait:g} s"
+    if isinstance(exc, RequestNotSent):
+        return "not sent", f"not sent: {exc}"
+    return "no reply", str(exc)  # the requester closed first

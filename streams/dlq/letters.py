@@ -14,6 +14,7 @@ from typing import cast
 from confluent_kafka import Message
 
 from streams.codec.headers import ID, TYPE
+from streams.dlq.errors import DlqError
 from streams.failures.errors import FailureHeaderError
 from streams.failures.headers import (
     REPLAY_MARK,
@@ -103,6 +104,19 @@ class DlqContents:
 
     def replays_of(self, letter: DeadLetter) -> list[ReplayMark]:
         return [mark for mark in self.marks if mark.of == letter.ref]
+
+    def check_is_dlq(self) -> None:
+        """Raise ``DlqError`` when the topic is no dead-letter topic: it holds records, and
+        none carries error headers (readable or not) nor is a replay mark. An empty topic
+        is an empty DLQ."""
+        if self.marks or not self.letters:
+            return
+        if any(letter.failure or letter.header_problem for letter in self.letters):
+            return
+        raise DlqError(
+            f"{self.topic} holds no dead letters: {len(self.letters)} record(s) without "
+            "error headers (is it a DLQ?)"
+        )
 
 
 def printable(data: bytes | None) -> str | None:

@@ -17,6 +17,7 @@ from enum import Enum
 
 from streams.coordinates import Coordinates
 from streams.failures.errors import FailureHeaderError
+from streams.file_modules import shown_name
 from streams.timespec import format_instant, parse_instant
 
 Header = tuple[str, bytes | None]
@@ -95,11 +96,12 @@ class FailureInfo:
 
 
 def exception_name(exc: BaseException) -> str:
-    """``module.QualName`` of the exception's class; builtins without a module."""
+    """``module.QualName`` of the exception's class; builtins without a module; a topology
+    file's module by the file's stem (``orders.CheckError``)."""
     cls = type(exc)
     if cls.__module__ == "builtins":
         return cls.__qualname__
-    return f"{cls.__module__}.{cls.__qualname__}"
+    return f"{shown_name(cls.__module__)}.{cls.__qualname__}"
 
 
 def _clip_head(text: str, limit: int) -> str:

@@ -28,9 +28,9 @@ class RequestFailed(RequestError):  # noqa: N818
     def __init__(self, reply: Envelope) -> None:
         self.reply = reply
         self.error: dict[str, Any] = dict(reply.data)
-        where = f" in step {self.error['step']!r}" if self.error.get("step") else ""
+        where = f" from step {self.error['step']!r}" if self.error.get("step") else ""
         super().__init__(
-            f"the request failed{where}: {self.error['exception']}: {self.error['message']} "
+            f"error reply{where}: {self.error['exception']}: {self.error['message']} "
             f"(dead-lettered to {self.error['dead_letter_topic']})"
         )
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from streams.replay.errors import PositionError
 from streams.timespec import (
     TimeSpecError,
+    format_duration,
     format_instant_ms,
     looks_like_instant,
     parse_duration_ms,
@@ -66,22 +67,26 @@ class AtOffset:
 
 @dataclass(frozen=True, slots=True)
 class AtTime:
-    """The first record whose timestamp is at or after ``ms`` (epoch milliseconds)."""
+    """The first record whose timestamp is at or after ``ms`` (epoch milliseconds).
+    ``text``: as the user typed it, which titles and refusals show (not compared)."""
 
     ms: int
+    text: str = field(default="", compare=False)
 
     def __str__(self) -> str:
-        return f"@{self.ms}"
+        return self.text or format_instant_ms(self.ms)
 
 
 @dataclass(frozen=True, slots=True)
 class Ago:
-    """A time ``ms`` milliseconds before the moment of resolution."""
+    """A time ``ms`` milliseconds before the moment of resolution. ``text``: as the user
+    typed it, which titles and refusals show (not compared)."""
 
     ms: int
+    text: str = field(default="", compare=False)
 
     def __str__(self) -> str:
-        return f"{self.ms}ms"
+        return self.text or format_duration(self.ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,11 +153,11 @@ def parse_position(text: str) -> Position:
         return Shift(int(raw))
     if looks_like_instant(raw):
         try:
-            return AtTime(parse_instant_ms(raw))
+            return AtTime(parse_instant_ms(raw), raw)
         except TimeSpecError as exc:
             raise PositionError(str(exc)) from None
     try:
-        return Ago(parse_duration_ms(raw))
+        return Ago(parse_duration_ms(raw), raw)
     except TimeSpecError:
         pass  # none of the forms: the error below lists them all
     raise PositionError(

@@ -73,6 +73,13 @@ def time_of(position: Position, now_ms: int) -> int | None:
     return None
 
 
+def _in_the_future(position: Position, ms: int, now_ms: int) -> PositionError:
+    """The refusal of a time after ``now_ms``: as the user typed it, then as UTC."""
+    shown = str(position)
+    at = "" if shown == format_ms(ms) else f" ({format_ms(ms)})"
+    return PositionError(f"{shown}{at} is in the future (now is {format_ms(now_ms)})")
+
+
 def timestamps_needed(positions: Iterable[Position | None], now_ms: int) -> set[int]:
     """The times to ask the broker's offsets-for-times about. Raises on a future time."""
     needed: set[int] = set()
@@ -83,7 +90,7 @@ def timestamps_needed(positions: Iterable[Position | None], now_ms: int) -> set[
         if ms is None:
             continue
         if ms > now_ms:
-            raise PositionError(f"{format_ms(ms)} is in the future (now is {format_ms(now_ms)})")
+            raise _in_the_future(position, ms, now_ms)
         needed.add(ms)
     return needed
 
@@ -111,7 +118,7 @@ def resolve(position: Position, state: PartitionState, now_ms: int, where: str =
     ms = time_of(position, now_ms)
     assert ms is not None  # every other position form is handled above
     if ms > now_ms:
-        raise PositionError(f"{format_ms(ms)} is in the future (now is {format_ms(now_ms)})")
+        raise _in_the_future(position, ms, now_ms)
     try:
         answer = state.by_time[ms]
     except KeyError:

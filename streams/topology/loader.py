@@ -19,16 +19,19 @@ from pathlib import Path
 from types import ModuleType
 
 from streams.errors import StreamsError
+from streams.file_modules import register
 from streams.topology.errors import TopologyError, TopologyLoadError
 from streams.topology.topology import Topology
 
 
 def import_file(path: str | Path) -> ModuleType:
-    """Import a Python file as a module (for topology files and their helpers)."""
+    """Import a Python file as a module (for topology files and their helpers), under a
+    private name of its own: no module of ``sys.modules`` is replaced, two files with one
+    stem both stay loaded, and error headers name its classes by the stem."""
     path = Path(path)
     if not path.is_file():
         raise TopologyLoadError(f"no topology file at {path}")
-    name = f"_streams_topology_{path.stem}"
+    name = _module_name(path)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TopologyLoadError(f"{path} is not an importable Python file")
@@ -41,6 +44,26 @@ def import_file(path: str | Path) -> ModuleType:
     except Exception as exc:
         raise TopologyLoadError(f"{path}: importing failed: {type(exc).__name__}: {exc}") from exc
     return module
+
+
+_NAMES: dict[Path, str] = {}  # a file's private module name, the same at every import
+
+
+def _module_name(path: Path) -> str:
+    """A private module name for ``path``, its own among the files imported (a file with
+    the stem of another gets a number), shown as the stem (``streams.file_modules``)."""
+    resolved = path.resolve()
+    name = _NAMES.get(resolved)
+    if name is None:
+        taken = set(_NAMES.values())
+        name = base = f"_streams_topology_{path.stem}"
+        number = 1
+        while name in taken:
+            number += 1
+            name = f"{base}_{number}"
+        _NAMES[resolved] = name
+        register(name, path.stem)
+    return name
 
 
 def load_topology(

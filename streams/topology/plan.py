@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from streams.codec.errors import EncodeError
-from streams.envelope import Envelope
+from streams.envelope import DEFAULT_SOURCE, Envelope
 from streams.state.dedup import Dedup
 from streams.topology.aggregate import build_aggregate, build_to_stream
 from streams.topology.async_steps import (
@@ -93,7 +94,7 @@ class Plan:
         """The catalog's payload codec, for stores of catalog-typed values (None: the
         default catalog's)."""
         self.current = Current()
-        self._emit = emit
+        self._emit = _sourced(emit, topology.app_id, self.current)
         self._stores = dict(stores or {})
         self.clock = clock
         """Seconds since the epoch for dedup windows (the executor's processing clock)."""
@@ -262,6 +263,22 @@ class Plan:
         if callable(close):
             self._closers.append(close)
         return target
+
+
+def _sourced(emit: Emit, app_id: str, current: Current) -> Emit:
+    """``emit`` writing each event the topology made without a source of its own
+    (``Envelope.new``/``follow`` without ``source=``) with ``app_id`` as its source: the
+    producing service (docs/wire-format.md). An envelope with the id of the record being
+    processed is that event passed on, and keeps its source."""
+
+    def sourced(topic: str, env: Envelope) -> None:
+        if env.source == DEFAULT_SOURCE:
+            read = getattr(current.record, "envelope", None)  # None for a timer
+            if read is None or read.id != env.id:
+                env = replace(env, source=app_id)
+        emit(topic, env)
+
+    return sourced
 
 
 def _encoding(emit: Emit, step: str) -> Emit:

@@ -362,3 +362,15 @@ def test_an_empty_dlq_lists_as_empty(kafka_bootstrap: str, make_topic: TopicFact
     summary = cli_json(kafka_bootstrap, "list", empty)
     assert (summary["total"], summary["by_error"], summary["oldest"]) == (0, {}, None)
     assert cli_json(kafka_bootstrap, "replay", empty, "--execute")["sent"] == 0
+
+
+def test_a_topic_that_is_no_dlq_is_refused_in_one_line(kafka_bootstrap: str, dlq: Dlq) -> None:
+    """The source topic holds records, none with error headers: no summary of zeros."""
+    for command in ("list", "show"):
+        result = streams_cli(kafka_bootstrap, command, dlq.source)
+        assert result.returncode == 1
+        assert result.stderr.strip() == (
+            f"error: {dlq.source} holds no dead letters: 8 record(s) without error headers "
+            "(is it a DLQ?)"
+        )
+        assert result.stdout == ""

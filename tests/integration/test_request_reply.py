@@ -238,5 +238,26 @@ def test_the_request_command_prints_each_reply_and_reports_a_refusal_in_one_line
     assert replies[0]["key"] == "tea"
     errors = result.stderr.strip().splitlines()
     assert len(errors) == 2, result.stderr  # the refused request, then the summary
-    assert "no price for sku 'spoon'" in errors[0]
-    assert errors[1] == "error: 1 of 3 request(s) got no reply"
+    request_id = errors[0].split()[1].removesuffix(":")
+    assert errors[0] == (
+        f"request {request_id}: error reply from step 'quote': "
+        f"{QUOTES.stem}.UnknownSku: no price for sku 'spoon' "
+        f"(dead-lettered to {app_id}-{quotes_topic}-dlq)"
+    )
+    assert errors[1] == "error: 1 of 3 request(s) failed: 1 error reply"
+
+    unserved = subprocess.run(
+        [*command[:4], "quotes-nobody-serves", *command[5:], "--wait", "1"],
+        input=json.dumps(lines[0]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert unserved.returncode == 1
+    errors = unserved.stderr.strip().splitlines()
+    request_id = errors[0].split()[1].removesuffix(":")
+    assert errors == [
+        f"request {request_id}: no reply within 1 s",  # the id once
+        "error: 1 of 1 request(s) failed: 1 no reply",
+    ]

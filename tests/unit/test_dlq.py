@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from streams.codec.errors import UnknownTypeError
 from streams.coordinates import Coordinates
 from streams.dlq import (
     DeadLetter,
     DlqContents,
+    DlqError,
     DlqFilter,
     ReplayMark,
     describe,
@@ -140,3 +143,17 @@ def test_describe_shows_error_ids_headers_and_decoding_problems() -> None:
     assert bad["envelope"] is None
     assert bad["decode_error"] == "UnknownTypeError: no schema for order.lost"
     assert bad["error"]["stage"] == "decode"
+
+
+def test_a_topic_without_error_headers_is_no_dlq_and_an_empty_one_is_an_empty_dlq() -> None:
+    foreign = [DeadLetter("orders", 0, n, T0, b"k", b"raw", (("x", b"1"),), None) for n in (0, 1)]
+    with pytest.raises(DlqError) as refused:
+        DlqContents("orders", tuple(foreign)).check_is_dlq()
+    assert str(refused.value) == (
+        "orders holds no dead letters: 2 record(s) without error headers (is it a DLQ?)"
+    )
+    DlqContents(DLQ, ()).check_is_dlq()  # empty: an empty DLQ
+    contents().check_is_dlq()  # one foreign record among dead letters: listed, not refused
+    unreadable = DeadLetter(DLQ, 0, 0, T0, b"k", b"raw", (), None, header_problem="bad time")
+    DlqContents(DLQ, (unreadable,)).check_is_dlq()  # error headers, if unreadable ones
+    DlqContents(DLQ, tuple(foreign), (ReplayMark(f"{DLQ}/0/0", "orders", T0),)).check_is_dlq()

@@ -322,3 +322,25 @@ def test_reading_a_topic_the_topology_does_not_write_is_an_error() -> None:
         assert d.read("app-out") == []  # written by the topology, nothing yet
         with pytest.raises(StreamsError, match="does not write 'app-otu'"):
             d.read("app-otu")  # a typo is not "no output"
+
+
+def test_an_output_the_app_made_has_the_app_as_its_source() -> None:
+    """wire-format.md: ``source`` is the producing service; the cause's is one hop back."""
+
+    def wire(s: Any) -> None:
+        s.map(lambda e: e.follow(T, dict(e.data), version=V)).to(owned("made"), type=T, version=V)
+        s.map(lambda e: e.follow(T, dict(e.data), version=V, source="pricing")).to(
+            owned("named"), type=T, version=V
+        )
+        s.to(owned("passed"), type=T, version=V)
+
+    placed = Envelope.new(T, order(1).data, version=V, key="k1")  # the default source
+    shop = Envelope.new(T, order(2).data, version=V, key="k1", source="shop")
+    with TestDriver(build(wire)) as driver:
+        driver.pipe("in", [placed, shop])
+        made = driver.read("app-made")
+        assert [e.source for e in made] == ["app", "app"]
+        assert [e.causation_id for e in made] == [placed.id, shop.id]
+        assert [e.source for e in driver.read("app-named")] == ["pricing", "pricing"]
+        passed = driver.read("app-passed")
+        assert [(e.id, e.source) for e in passed] == [(placed.id, placed.source), (shop.id, "shop")]

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from streams.codec import AvroCodec
-from streams.envelope import Envelope, envelope_from_fields, epoch_ms, new_id
+from streams.envelope import DEFAULT_SOURCE, Envelope, envelope_from_fields, epoch_ms, new_id
 from streams.schemas import default_catalog
 
 
@@ -40,7 +40,7 @@ def test_follow_keeps_the_conversation_and_points_at_its_cause() -> None:
     assert validated.causation_id == placed.id
     assert accepted.causation_id == validated.id
     assert validated.key == "o-1"
-    assert validated.source == "shop"
+    assert validated.source == DEFAULT_SOURCE  # made here, not by the cause's service
     assert accepted.source == "fulfilment"
     assert len({placed.id, validated.id, accepted.id}) == 3
 

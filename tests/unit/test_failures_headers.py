@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -20,6 +22,7 @@ from streams.failures.headers import (
     strip_failure_headers,
     with_failure_headers,
 )
+from streams.topology.loader import import_file
 
 T0 = datetime(2026, 11, 29, 16, 0, 0, 123000, tzinfo=UTC)
 
@@ -177,3 +180,25 @@ def test_huge_messages_and_tracebacks_are_clipped_keeping_the_useful_end() -> No
     assert len(message) == h.MAX_MESSAGE_CHARS
     assert len(stack) <= h.MAX_STACKTRACE_CHARS
     assert stack.rstrip().endswith("END")
+
+
+def test_a_topology_files_exception_is_named_by_the_files_stem(tmp_path: Path) -> None:
+    """Two files with one stem both load, each its own module, both shown as the stem."""
+    source = (
+        "from dataclasses import dataclass\n"
+        "class CheckError(Exception):\n    pass\n"
+        "@dataclass\nclass Order:\n    id: str\n"
+        "WHICH = {which!r}\n"
+    )
+    modules = []
+    for which in ("a", "b"):
+        (tmp_path / which).mkdir()
+        path = tmp_path / which / "orders.py"
+        path.write_text(source.format(which=which))
+        modules.append(import_file(path))
+    first, second = modules
+    assert first.CheckError is not second.CheckError
+    for module, which in ((first, "a"), (second, "b")):
+        assert h.exception_name(module.CheckError("no")) == "orders.CheckError"
+        assert which == sys.modules[module.Order.__module__].WHICH  # neither replaced
+    assert import_file(tmp_path / "a" / "orders.py").__name__ == first.__name__  # reloaded

@@ -19,6 +19,7 @@ import streams
 LAYERS: list[set[str]] = [
     {
         "_lazy",
+        "file_modules",
         "errors",
         "client_errors",
         "timespec",

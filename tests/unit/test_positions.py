@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.replay.errors import PositionError
+from streams.replay.errors import PositionError, RangeError
 from streams.replay.positions import (
     Ago,
     AtOffset,
@@ -21,6 +21,7 @@ from streams.replay.positions import (
     parse_position_spec,
     parse_topic_selection,
 )
+from streams.replay.resolve import PartitionState, resolve, resolve_range
 
 H = 3_600_000
 
@@ -109,3 +110,30 @@ def test_a_position_prints_as_text_that_parses_back_to_it(position: Position) ->
 def test_a_per_partition_spec_prints_back_to_itself(per: dict[int, Position]) -> None:
     spec = PositionSpec(per_partition=per)
     assert parse_position_spec(str(spec)) == spec
+
+
+@pytest.mark.parametrize(
+    "text", ["2h", "PT2H", "90m", "2026-11-29T10:00:00Z", "@1795946400000", "0=2h,1=earliest"]
+)
+def test_a_position_is_shown_as_the_user_typed_it(text: str) -> None:
+    assert str(parse_position_spec(text)) == text
+
+
+def test_a_refusal_names_the_positions_as_typed() -> None:
+    now = 1_796_000_000_000
+    nine_utc = 1_795_942_800_000  # 2026-11-29T09:00:00Z
+    state = PartitionState(0, 10, by_time={now - H: 8, nine_utc: 2})
+    start, end = parse_position("1h"), parse_position("2026-11-29T10:00:00+01:00")
+    with pytest.raises(RangeError) as refused:
+        resolve_range(start, end, state, now)
+    assert str(refused.value) == (
+        "--to 2026-11-29T10:00:00+01:00 (offset 2) is before --from 1h (offset 8)"
+    )
+    with pytest.raises(PositionError) as future:
+        resolve(parse_position("@1796000000001"), state, now)
+    assert str(future.value).startswith("@1796000000001 (2026-11-30T00:53:20.001Z) is in the")
+
+
+def test_a_position_made_in_code_is_shown_as_a_time_or_a_duration() -> None:
+    assert str(AtTime(1_795_946_400_000)) == "2026-11-29T10:00:00.000Z"
+    assert str(Ago(2 * H)) == "2h"
