@@ -21,6 +21,7 @@ from streams.demo.context import DemoContext
 from streams.demo.running import quiet, running
 from streams.envelope import Envelope
 from streams.examples import example_path
+from streams.failures.topics import dlq_topic
 from streams.runtime import RuntimeConfig
 from streams.schemas import default_catalog
 from streams.testing import TestDriver
@@ -38,7 +39,7 @@ def step_topology(ctx: DemoContext, count: int = 300) -> None:
     produce_envelopes(ctx.bootstrap, source, placed, codec)
     # and one record that is no envelope: no policy needed, it goes to the DLQ
     produce_records(ctx.bootstrap, source, [(b"c-garbage", b"\x00garbage", None)])
-    dlq = f"{topology.app_id}-{source}-dlq"
+    dlq = dlq_topic(topology.app_id, source)
 
     accepted_topic, rejected_topic = topology.topics_written
     start = time.perf_counter()

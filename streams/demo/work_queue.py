@@ -21,6 +21,7 @@ from streams.demo.running import on_thread
 from streams.envelope import Envelope
 from streams.examples import example_path
 from streams.failures.headers import parse_failure_headers
+from streams.failures.topics import dlq_topic
 from streams.runtime import RuntimeConfig
 from streams.runtime.share import ShareRuntime
 from streams.schemas import default_catalog
@@ -57,7 +58,7 @@ def step_work_queue(ctx: DemoContext, count: int = 300) -> None:
         1 for e in requests if import_file(example_path("labels")).flaky(e.data["order_id"])
     )
     (booked_topic,) = topology.topics_written
-    dlq = f"{topology.app_id}-{source}-dlq"
+    dlq = dlq_topic(topology.app_id, source)
     with tempfile.TemporaryDirectory(prefix="streams-demo-labels-") as state_dir:
         # A worker takes ten records at a time (a share fetch takes whole record batches,
         # up to this many), so the one that joins second finds work left.
