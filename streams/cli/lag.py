@@ -2,7 +2,8 @@
 
 Record lag (records not yet processed) and time lag (the age of the oldest of them, read
 from the record at the group's committed offset; ``time_lag_s`` in ``--json``, null
-when it could not be read within ``--timeout``).
+when it could not be read within ``--timeout``). An app's internal topics (retry tiers,
+DLQs, repartition topics) follow the input they serve, named in the ``serves`` column.
 
 Exit status: 0, or 3 when ``--threshold`` is exceeded (1 stays for errors), so a cron
 job or a probe can alert on it.
@@ -40,19 +41,23 @@ GroupsOpt = option([], "--group", metavar="GROUP", help="Only this group (repeat
 
 
 def _table(rows: list[TopicLag], threshold: int | None) -> Records:
-    columns = ("group", "topic", "state", "members", "partitions", "lag", "max/partition")
+    from streams.replay.internal import serves_label
+
+    columns = ("group", "topic", "serves", "state", "members", "partitions", "lag")
     table = Records(
         *columns,
+        "max/partition",
         "time lag",
         ids=["group", "topic"],
-        right=[*columns[3:], "time lag"],
+        right=[*columns[4:], "max/partition", "time lag"],
         title=f"consumer lag ({time.strftime('%H:%M:%S')})",
     )
     for r in rows:
         style = "bold red" if threshold is not None and r.lag > threshold else None
         table.add_row(
-            r.group, r.topic, r.state, str(r.members), str(r.partitions), f"{r.lag:,}",
-            f"{r.max_partition_lag:,}", _age(r.time_lag_s), style=style,
+            r.group, r.topic, serves_label(r.serves, r.internal), r.state, str(r.members),
+            str(r.partitions), f"{r.lag:,}", f"{r.max_partition_lag:,}", _age(r.time_lag_s),
+            style=style,
         )  # fmt: skip
     if not rows:
         table.caption = "no committed offsets"

@@ -1,5 +1,6 @@
 """``streams offsets show | reset``: a consumer group's offsets, and moving them safely.
 
+``show`` lists each input before the internal topics that serve it (``serves``).
 ``reset`` is a dry run unless ``--execute``; it refuses while the group has members.
 Plans import and export in the CSV shape of Kafka's ``kafka-consumer-groups``.
 """
@@ -63,6 +64,7 @@ def show(  # noqa: PLR0917 - a command's options
 
     from streams.cluster import Cluster
     from streams.replay import group_offsets
+    from streams.replay.internal import serves_label
 
     offsets = group_offsets(
         Cluster(bootstrap, timeout, client_settings(config_file, client)), group
@@ -71,14 +73,14 @@ def show(  # noqa: PLR0917 - a command's options
         print_json(offsets.as_dict())
         return
     table = Records(
-        "topic", "partition", "committed", "log end", "lag", "member",
+        "topic", "partition", "serves", "committed", "log end", "lag", "member",
         ids=["topic", "partition"], right=["partition", "committed", "log end", "lag"],
         title=f"group {group} ({offsets.state}, {len(offsets.members)} members)",
     )  # fmt: skip
     for p in offsets.partitions:
         table.add_row(
-            p.topic, str(p.partition), _dash(p.committed), _dash(p.log_end), _dash(p.lag),
-            p.member or "-",
+            p.topic, str(p.partition), serves_label(p.serves, p.internal), _dash(p.committed),
+            _dash(p.log_end), _dash(p.lag), p.member or "-",
         )  # fmt: skip
     console.print(table)
     for m in offsets.members:

@@ -5,6 +5,9 @@ twice and settles from the last retry tier while the payment behind it on the sa
 waits for it; a poison payment (a negative amount) and the garbage bytes land in the DLQ
 without stalling anything. Then the topology runs again "fixed", and the DLQ replay of
 ``streams dlq replay --error-type ValueError --execute`` gets the poison payment settled.
+Last, the topics the app made, with their partitions: what one run with retries costs.
+The input is named under the app id, as an owned topic would be, so the names derived
+from it carry the app id once (``<app>-payments-retry-1``).
 Each wait is 60 s at most (the test kit's WaitTimeoutError when it runs out).
 """
 
@@ -18,6 +21,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
+from streams.cluster import Cluster
 from streams.codec import AvroCodec
 from streams.demo.context import DemoContext
 from streams.demo.running import running
@@ -48,11 +52,26 @@ def _run(topology: Topology, bootstrap: str) -> AbstractContextManager[Runtime]:
     return running(topology, config, quiet_below=logging.ERROR)
 
 
+def _print_topics_made(ctx: DemoContext, app_id: str, source: str) -> None:
+    """The topics named ``<app>-...`` but the input ``source``, with their partition
+    counts, and the total."""
+    made = {
+        name: len(meta.partitions)
+        for name, meta in Cluster(ctx.bootstrap).topic_metadata().items()
+        if name.startswith(f"{app_id}-") and name != source
+    }
+    ctx.console.print(f"   topics of app {app_id} (its input {source} aside):", highlight=False)
+    width = max(map(len, made), default=0)
+    for name, partitions in sorted(made.items()):
+        ctx.console.print(f"     {name:<{width}}  {partitions} partitions", highlight=False)
+    ctx.console.print(f"   {len(made)} topics, {sum(made.values())} partitions", highlight=False)
+
+
 def step_failures(ctx: DemoContext) -> None:
     """Retries recover a flaky payment; a poison one is dead-lettered, then replayed."""
     payments = example_path("payments")
     topology, source = ctx.example(
-        "payments", "pay", source="payments", partitions=2, retry="1s, 1s"
+        "payments", "pay", source="pay-payments", partitions=2, retry="1s, 1s"
     )
     app_id = topology.app_id
     params = {"input": source, "retry": "1s, 1s"}
@@ -111,3 +130,4 @@ def step_failures(ctx: DemoContext) -> None:
         f"replayed of {after.total}",
         highlight=False,
     )
+    _print_topics_made(ctx, app_id, source)

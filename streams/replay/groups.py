@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from streams.cluster import Cluster, GroupInfo, Member
 from streams.coordinates import TP
 from streams.replay.errors import ActiveGroupError, UnknownGroupError
+from streams.replay.internal import by_input
 from streams.replay.lookup import partition_states, partitions_for, select
 from streams.replay.plan import now_ms
 from streams.replay.positions import PositionSpec, TopicSelection
@@ -157,6 +158,8 @@ class PartitionOffsets:
     committed: int | None
     log_end: int | None  # None: the topic no longer exists
     member: str | None
+    serves: str | None = None  # the input an internal topic serves (``TopicRole``)
+    internal: bool = False
 
     @property
     def lag(self) -> int | None:
@@ -199,6 +202,8 @@ class GroupOffsets:
                     "log_end": p.log_end,
                     "lag": p.lag,
                     "member": p.member,
+                    "serves": p.serves,
+                    "internal": p.internal,
                 }
                 for p in self.partitions
             ],
@@ -209,19 +214,25 @@ class GroupOffsets:
 def group_offsets(cluster: Cluster, group: str) -> GroupOffsets:
     """Committed offset, log end and lag per partition, and members, of ``group``.
 
-    Log ends are read-uncommitted (as Kafka's ``--describe``). Raises
-    ``UnknownGroupError`` for a group the cluster does not know.
+    Log ends are read-uncommitted (as Kafka's ``--describe``); each input comes before
+    the internal topics that serve it (``by_input``). Raises ``UnknownGroupError`` for a
+    group the cluster does not know.
     """
     info = cluster.describe_group(group)
     committed = cluster.committed(group)
     if not info.exists and not committed:
         raise UnknownGroupError(f"consumer group {group!r} does not exist")
     owner = {tp: m.client_id or m.member_id for m in info.members for tp in m.partitions}
-    tps = sorted(set(committed) | set(owner))
+    held = set(committed) | set(owner)
+    roles = {r.topic: (i, r) for i, r in enumerate(by_input(group, {t for t, _ in held}))}
+    tps = sorted(held, key=lambda tp: (roles[tp[0]][0], tp[1]))
     existing = cluster.topics()  # commits may outlive their topic: shown without a log end
     ends = cluster.list_offsets([tp for tp in tps if tp[0] in existing], "latest")
     rows = tuple(
-        PartitionOffsets(t, p, committed.get((t, p)), ends.get((t, p)), owner.get((t, p)))
+        PartitionOffsets(
+            t, p, committed.get((t, p)), ends.get((t, p)), owner.get((t, p)),
+            roles[t][1].serves, roles[t][1].internal,
+        )
         for t, p in tps
-    )
+    )  # fmt: skip
     return GroupOffsets(group, info.state, info.members, rows)

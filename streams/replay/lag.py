@@ -9,6 +9,8 @@ oldest record a group has yet to process (the record at its committed offset), t
 largest over a topic's partitions; 0 when caught up, None when that record could not be
 read in time. The records are read by one consumer assigned at the committed offsets
 (one fetch per lagging partition, all within the cluster's timeout).
+
+A group's rows list each input, then the internal topics that serve it (``by_input``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from streams.cluster import Cluster, GroupInfo
 from streams.coordinates import TP
 from streams.replay.errors import UnknownGroupError
+from streams.replay.internal import by_input
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,8 @@ class TopicLag:
     lag: int
     max_partition_lag: int
     time_lag_s: float | None = 0.0  # the oldest unprocessed record's age (None: unread)
+    serves: str | None = None  # the input an internal topic serves (``TopicRole``)
+    internal: bool = False
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -45,6 +50,8 @@ class TopicLag:
             "lag": self.lag,
             "max_partition_lag": self.max_partition_lag,
             "time_lag_s": self.time_lag_s,
+            "serves": self.serves,
+            "internal": self.internal,
         }
 
 
@@ -60,7 +67,8 @@ def caught_up(cluster: Cluster, group: str, topics: Sequence[str]) -> bool:
 
 
 def lag(cluster: Cluster, groups: Sequence[str] | None = None) -> list[TopicLag]:
-    """Lag per (group, topic), sorted, for ``groups`` (default: every consumer group).
+    """Lag per (group, topic) for ``groups`` (default: every consumer group), by group,
+    each input before the internal topics that serve it.
 
     Blocks on a few broker requests; raises ``UnknownGroupError`` for a named group the
     cluster does not know, ``ClusterError`` when it cannot be reached.
@@ -97,7 +105,8 @@ def lag(cluster: Cluster, groups: Sequence[str] | None = None) -> list[TopicLag]
                 age = round(max(now_ms - ts, 0) / 1000, 3) if ts is not None else None
                 ages.setdefault(topic, []).append(age)
         info = infos[name]
-        for topic, lags in sorted(per_topic.items()):
+        for role in by_input(name, per_topic):
+            topic, lags = role.topic, per_topic[role.topic]
             known = [a for a in ages.get(topic, []) if a is not None]
             time_lag = max(known) if known else (None if ages.get(topic) else 0.0)
             rows.append(
@@ -110,6 +119,8 @@ def lag(cluster: Cluster, groups: Sequence[str] | None = None) -> list[TopicLag]
                     sum(lags),
                     max(lags),
                     time_lag,
+                    role.serves,
+                    role.internal,
                 )
             )
     return rows

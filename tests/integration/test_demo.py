@@ -35,6 +35,16 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient
     assert "wrote 30 shipment.requested, 30 following their order" in out
     assert "/metrics counted 201 consumed" in out
     assert "1 dead-lettered, lag 0 on both partitions" in out
+    # The failures step lists what one run with retries makes, each name with the app id once.
+    made = re.search(
+        r"topics of app (demo-\w+-pay) \(its input \S+ aside\): (.*?) (\d+) topics", out
+    )
+    assert made is not None
+    app, listed = made[1], made[2]
+    for suffix in ("payments-retry-1", "payments-retry-2", "payments-dlq", "settled"):
+        assert f"{app}-{suffix} 2 partitions" in listed
+    assert f"{made[3]} topics, {2 * int(made[3])} partitions" in out
+    assert re.search(r"(demo-[0-9a-f]{8}-[\w-]+?)-\1-", out) is None  # no <app>-<app>-
     assert re.search(r"/readyz 503 \(stalled partition\(s\): demo-\w+-stalled\[0\]\)", out)
     assert re.search(r"-> \d+ closed windows, each once, as computed by hand", out)
     assert "3 late orders to revenue-late-orders" in out

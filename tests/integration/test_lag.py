@@ -10,7 +10,8 @@ from confluent_kafka.admin import AdminClient
 from test_offsets_cli import streams
 from test_replay_seed import seed
 
-from streams.cluster import Cluster, delete_topics
+from streams.cluster import Cluster, create_topic, delete_topics
+from streams.failures.topics import retry_topic
 from streams.replay import group_offsets
 from streams.replay.lag import lag
 
@@ -58,3 +59,30 @@ def test_commits_outliving_their_topic_do_not_break_lag_or_show(
     # does, `show` lists them without a log end or lag instead of failing.
     assert rows.pop(kept) == (0, 0)
     assert rows in ({}, {gone: (None, None)})
+
+
+def test_an_apps_retry_tier_is_listed_under_the_input_it_serves(
+    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: Callable[..., str], app_id: str
+) -> None:
+    first, second = make_topic("a-in", partitions=2), make_topic("b-in", partitions=1)
+    tier = retry_topic(app_id, first, 1)  # sorts after both inputs: listed under its own
+    create_topic(kafka_admin, tier, partitions=2)  # deleted with the app's topics
+    commits = {(first, 0): 0, (first, 1): 0, (second, 0): 0, (tier, 0): 0, (tier, 1): 0}
+    Cluster(kafka_bootstrap).alter_committed(app_id, commits)  # the group is the app id
+    listed = [(first, None), (tier, first), (second, None)]
+
+    out = streams(kafka_bootstrap, "lag", "--group", app_id, "--json")
+    assert out.returncode == 0, out.stderr
+    assert [(r["topic"], r["serves"]) for r in json.loads(out.stdout)] == listed
+
+    shown = streams(kafka_bootstrap, "offsets", "show", "--group", app_id, "--json")
+    assert shown.returncode == 0, shown.stderr
+    rows = json.loads(shown.stdout)["partitions"]
+    assert [(r["topic"], r["partition"], r["serves"]) for r in rows] == [
+        (first, 0, None), (first, 1, None), (tier, 0, first), (tier, 1, first), (second, 0, None),
+    ]  # fmt: skip
+
+    table = streams(kafka_bootstrap, "offsets", "show", "--group", app_id)
+    assert table.returncode == 0, table.stderr
+    # Below 100 columns, one line per record, folded where a name is longer than a line.
+    assert f"topic={tier}partition=0serves={first}" in "".join(table.stdout.split())
