@@ -23,6 +23,7 @@ from streams.cli._common import (
     execute_option,
     print_json,
 )
+from streams.cli._tables import Records
 from streams.config import client_settings
 
 if TYPE_CHECKING:
@@ -66,18 +67,14 @@ def list_command(
     as_json: bool = JsonOpt,
 ) -> None:
     """Every consumer group with its state and number of members."""
-    from rich.table import Table
-
     cluster = _cluster(bootstrap, timeout, config_file, client)
     infos = [cluster.describe_group(g) for g in cluster.groups()]
     if as_json:
         print_json([{"group": i.group, "state": i.state, "members": len(i.members)}
                     for i in infos])  # fmt: skip
         return
-    table = Table(title=f"{len(infos)} consumer groups")
-    table.add_column("group", overflow="fold")
-    table.add_column("state", no_wrap=True)
-    table.add_column("members", justify="right", no_wrap=True)
+    table = Records("group", "state", "members", ids=["group"], right=["members"],
+                    title=f"{len(infos)} consumer groups")  # fmt: skip
     for i in infos:
         table.add_row(i.group, i.state, str(len(i.members)))
     console.print(table)
@@ -97,8 +94,6 @@ def describe_command(  # noqa: PLR0917 - a command's options
     Per partition offsets are streams offsets show --group GROUP; lag as it moves,
     streams lag --group GROUP --watch.
     """
-    from rich.table import Table
-
     from streams.cluster import ClusterError
     from streams.replay.lag import lag
 
@@ -113,17 +108,15 @@ def describe_command(  # noqa: PLR0917 - a command's options
         ]
         print_json({**_info_dict(info), "lag": topics})
         return
-    members = Table(title=f"{group}: {info.state}, {len(info.members)} members")
-    for col in ("member", "client", "host", "partitions"):
-        members.add_column(col, overflow="fold")
+    members = Records("member", "client", "host", "partitions", ids=["member", "partitions"],
+                      title=f"{group}: {info.state}, {len(info.members)} members")  # fmt: skip
     for m in info.members:
         parts = ", ".join(f"{topic}:{p}" for topic, p in m.partitions) or "-"
         members.add_row(m.instance_id or m.member_id, m.client_id, m.host, parts)
     console.print(members)
-    table = Table(title="lag (per partition: streams offsets show)")
-    table.add_column("topic", overflow="fold")
-    table.add_column("lag", justify="right", no_wrap=True)
-    table.add_column("max partition lag", justify="right", no_wrap=True)
+    table = Records("topic", "lag", "max partition lag", ids=["topic"],
+                    right=["lag", "max partition lag"],
+                    title="lag (per partition: streams offsets show)")  # fmt: skip
     for r in lags:
         table.add_row(r.topic, f"{r.lag:,}", f"{r.max_partition_lag:,}")
     console.print(table if lags else "no committed offsets")
