@@ -115,14 +115,18 @@ class Job:
     def unique(self) -> set[str]:
         return {e.id for e in self.sent}
 
+    def wait_for(
+        self, predicate: Callable[[Sequence[Message]], bool], what: str, timeout: float = 120.0
+    ) -> None:
+        """Until ``predicate`` holds for the output; a timeout quotes the instance's log."""
+        try:
+            self.reader.wait_for(predicate, timeout, what=what)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\ninstance output:\n{self.instance.output(60)}") from None
+
     def wait_output(self, count: int, timeout: float = 120.0) -> None:
         """Until the output holds ``count`` distinct inputs (progress, not completion)."""
-        try:
-            self.reader.wait_for(
-                lambda records: len(ce_ids(records)) >= count, timeout, what=f"{count} outputs"
-            )
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}\ninstance output:\n{self.instance.output(40)}") from None
+        self.wait_for(lambda records: len(ce_ids(records)) >= count, f"{count} outputs", timeout)
         self.alive()
 
     def finish(self) -> Counter[str]:
@@ -197,12 +201,12 @@ def test_a_windowed_sum_survives_a_node_killed_mid_window(
     j = job(REVENUE, "revenue", guarantee)
     j.start()
     j.send(1_200)  # two minutes of event time: the first window closes
-    j.reader.wait_for(lambda records: len(records) > 0, 120, what="the first windows")
+    j.wait_for(lambda records: len(records) > 0, "the first windows")
     for node in kafka_cluster.node_ids:
         kafka_cluster.kill(node)
         before = len(j.reader.records)
         j.send(900)  # a minute and a half more: windows close while the node is down
-        j.reader.wait_for(lambda rs, n=before: len(rs) > n, 120, what="windows while down")
+        j.wait_for(lambda rs, n=before: len(rs) > n, "windows while down")
         j.alive()
         kafka_cluster.start(node)
         kafka_cluster.wait_in_sync(timeout=120)
