@@ -57,7 +57,13 @@ class CorruptChangelogError(StateError):
 
 
 class ChangelogWriteError(StateError):
-    """A changelog record was not acknowledged; the input offsets must not be committed."""
+    """A changelog record was not acknowledged; the input offsets must not be committed.
+    ``transient``: the write failed because the broker went away (a timed-out delivery
+    while a node was lost), so it is an outage to wait out, not a refusal."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class RestoreError(StateError):

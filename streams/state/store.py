@@ -55,6 +55,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from streams.client_errors import transient
 from streams.cluster import Topics
 from streams.logs import get_logger
 from streams.state.base import Backend, ChangelogProducer, Entry, LocalStorage
@@ -89,15 +90,17 @@ class _Delivery:
     ``delivery.report.only.error``; a success report, from another producer, is ignored),
     and the producer, to tell whether every record was settled."""
 
-    __slots__ = ("error", "producer")
+    __slots__ = ("error", "producer", "transient")
 
     def __init__(self, producer: ChangelogProducer) -> None:
         self.producer = producer
         self.error: str | None = None
+        self.transient = False  # the first failure clears when the broker answers again
 
     def __call__(self, err: Any, _msg: Any) -> None:
         if err is not None and self.error is None:
             self.error = str(err)
+            self.transient = transient(err)
 
 
 class _Applying:
@@ -297,7 +300,8 @@ class ChangelogPartition:
         if delivery.error is not None:
             raise ChangelogWriteError(
                 f"{self._where()}: a changelog record was not written ({delivery.error}); "
-                "do not commit the input offsets"
+                "do not commit the input offsets",
+                transient=delivery.transient,
             )
         outstanding = len(delivery.producer)
         if outstanding:

@@ -210,6 +210,25 @@ def test_a_failed_changelog_write_blocks_the_commit(
     assert part.storage.get(b"a") is None
 
 
+@pytest.mark.parametrize(
+    ("code", "outage"),
+    [(KafkaError._MSG_TIMED_OUT, True), (KafkaError.TOPIC_AUTHORIZATION_FAILED, False)],
+)
+def test_a_changelog_write_lost_with_a_broker_is_an_outage_a_refused_one_is_not(
+    cluster: MemoryCluster, part: ChangelogPartition, code: int, outage: bool
+) -> None:
+    """A write that timed out while a node was lost clears when the broker answers: the
+    committer waits it out and redoes the interval; a refusal stops the instance."""
+    part.transaction().set("a", b"1")
+    producer = cluster.producer({})
+    producer.fail_deliveries(1, KafkaError(code, "injected"))
+    part.flush(producer, source_offset=3)
+    producer.flush()
+    with pytest.raises(ChangelogWriteError) as failed:
+        part.check_delivered()
+    assert failed.value.transient is outage
+
+
 def test_no_writes_between_flush_and_apply(
     cluster: MemoryCluster, part: ChangelogPartition
 ) -> None:

@@ -15,7 +15,7 @@ from streams.logs import Logger
 from streams.pipeline.errors import BrokerUnavailable
 from streams.pipeline.offsets import PartitionOffsets
 from streams.pipeline.produce import OutputSink
-from streams.state import StateManager
+from streams.state import ChangelogWriteError, StateManager
 
 
 def settle_outputs(sink: OutputSink, timeout: float, log: Logger) -> bool:
@@ -32,10 +32,16 @@ def settle_outputs(sink: OutputSink, timeout: float, log: Logger) -> bool:
 def settle_changelog(sink: OutputSink, state: StateManager, timeout: float) -> None:
     """Wait for the store changes a flush just wrote (``timeout`` at most): every one
     acknowledged, or ``BrokerUnavailable`` when some are still outstanding (the broker is
-    away: recovery undoes the interval), ``ChangelogWriteError`` when one failed."""
+    away: recovery undoes the interval, as for one whose delivery timed out while a node
+    was lost), ``ChangelogWriteError`` when the broker refused one."""
     if sink.flush(timeout):
         raise BrokerUnavailable(f"store changes not acknowledged within {timeout:g} s")
-    state.check_delivered()
+    try:
+        state.check_delivered()
+    except ChangelogWriteError as exc:
+        if exc.transient:
+            raise BrokerUnavailable(str(exc)) from exc
+        raise
 
 
 def apply_committed(sink: OutputSink, state: StateManager) -> None:
