@@ -71,7 +71,12 @@ class Chain:
     topics: list[str]
     committer: Committer
     pauses: Pauses
+    commit: Commit
     concurrently: Concurrently | None = None
+
+    def caught_up(self) -> None:
+        """The consumer has no record at hand (``Commit.caught_up``)."""
+        self.commit.caught_up()
 
     def poll_timeout(self, ceiling: float) -> float:
         """How long the loop may wait for records: ``ceiling``, or less if a held retry
@@ -107,6 +112,7 @@ def build_chain(
     log: Logger,
     clock: Callable[[], float],
     commit_interval_s: float,
+    commit_idle_s: float | None = None,
     on_skip: OnSkip | None = None,
     intake: Sequence[Intake] = (),
     step_timer: StepTimer | None = None,
@@ -116,6 +122,7 @@ def build_chain(
     """The chain for ``topology`` (see the module docstring). ``handler`` (from
     ``failure_handler``, which adds the waiting rooms to ``state``) when it routes
     failures; ``clock``: seconds since the epoch (dedup windows, retry due times);
+    ``commit_idle_s``: commit early when caught up (``streams.pipeline.commit``);
     ``step_timer``: per-step times of the records it is armed for (metrics);
     ``shutdown_timeout_s``: how long a commit or a revoke waits for records in flight;
     ``max_held``: records of one partition the concurrency step holds before pausing it."""
@@ -143,7 +150,10 @@ def build_chain(
         attempt = TracedAttempt(
             topology, codec, state, clock, step_timer, awaiter=awaiter, tracing=traced
         )
-    step: Step = Commit(committer, commit_interval_s, positions=concurrently is None)
+    commit = Commit(
+        committer, commit_interval_s, positions=concurrently is None, idle_s=commit_idle_s
+    )
+    step: Step = commit
     if attempt.plan.timers:
         step = Timers(
             step,
@@ -200,7 +210,7 @@ def build_chain(
         )
     for wrap in reversed(intake):
         step = wrap(step)
-    return Chain(step, attempt, gate, topics, committer, pauses, concurrently)
+    return Chain(step, attempt, gate, topics, committer, pauses, commit, concurrently)
 
 
 def _concurrently(step: Step, concurrently: Concurrently | None, attempt: Attempt) -> Step:

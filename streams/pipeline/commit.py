@@ -13,6 +13,12 @@ calls the rebalance and lifecycle methods; every method runs on the runtime's th
 may block on the broker. ``BrokerUnavailable`` from any of them starts recovery, which
 ends with ``recover()``. A ``CommitterWrapper`` adds to the committer it wraps, its
 ``inner`` (metrics time the commits; concurrency lets the records in flight finish first).
+
+With ``idle_s`` (the runtime sets it under exactly-once), ``Commit.caught_up`` commits
+early when the consumer has nothing at hand and that long has passed since the last commit:
+a transaction's outputs are readable only once it commits, so a backlog keeps commits a
+full interval apart (few, large transactions) while an instance that has caught up makes
+its last records readable at once, not up to an interval later.
 """
 
 from __future__ import annotations
@@ -122,7 +128,7 @@ class Commit:
     False: records in flight at once finish out of order, and the concurrency step moves
     positions over what finished in order); commits on schedule."""
 
-    __slots__ = ("_clock", "_committer", "_interval", "_last", "submit")
+    __slots__ = ("_clock", "_committer", "_idle", "_interval", "_last", "submit")
 
     def __init__(
         self,
@@ -131,9 +137,11 @@ class Commit:
         clock: Callable[[], float] = time.monotonic,
         *,
         positions: bool = True,
+        idle_s: float | None = None,
     ) -> None:
         self._committer = committer
         self._interval = interval_s
+        self._idle = idle_s
         self._clock = clock
         self._last = clock()
         self.submit: Callable[[Record], None] = _move_position if positions else _leave_position
@@ -145,6 +153,16 @@ class Commit:
             self._last = now
         else:
             self._committer.send_ahead()
+
+    def caught_up(self) -> None:
+        """The consumer has no record at hand: commit now if ``idle_s`` has passed since
+        the last commit (see the module docstring); without ``idle_s``, nothing."""
+        idle = self._idle
+        if idle is not None:
+            now = self._clock()
+            if now - self._last >= idle:
+                self._committer.commit()
+                self._last = now
 
     def revoked(self, partitions: Sequence[TP]) -> None:
         return None

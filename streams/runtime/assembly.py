@@ -284,6 +284,7 @@ class Assembly:
             log=self.log,
             clock=self._clock,
             commit_interval_s=config.commit_interval_s,
+            commit_idle_s=config.commit_idle_s if self.local.transactional_id else None,
             on_skip=on_skip,
             intake=intake,
             step_timer=metrics.steps if metrics is not None else None,

@@ -288,11 +288,13 @@ class Runtime:
     def _next_batch(self, wait: float) -> list[Any]:
         """What is already fetched, up to ``batch_size``; when nothing is, wait up to
         ``wait`` for one record (``consume`` alone would wait for a full batch or the
-        timeout, which adds the timeout to every record's latency at low rates)."""
+        timeout, which adds the timeout to every record's latency at low rates). Before
+        that wait the chain hears it has caught up (exactly-once commits early)."""
         consumer, n = self._consumer, self.config.batch_size
         batch: list[Any] = consumer.consume(n, timeout=0)
         if batch:
             return batch
+        self._chain.caught_up()
         first = consumer.poll(self._chain.poll_timeout(wait))
         if first is None:
             return []

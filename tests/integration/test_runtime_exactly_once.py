@@ -17,12 +17,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from confluent_kafka import Message
+from confluent_kafka.admin import AdminClient
+from runtime_thread import RuntimeThread
 
+from streams.cluster import Topics
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
+from streams.runtime import Runtime, RuntimeConfig
+from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing import TopicFactory, TopicReader, caught_up, produce_envelopes, wait_until
 from streams.testing.topics import unique_topic_name
+from streams.topology import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 MIRROR = ROOT / "topology" / "mirror.py"
@@ -281,3 +287,30 @@ def test_on_the_consumer_group_protocol_a_rebalance_mid_stream_keeps_each_input_
                 proc.wait()
     assert_each_once(reader.records, sent)
     assert len(reader.records) == len(sent)
+
+
+def test_a_caught_up_instance_commits_at_once_so_its_last_outputs_are_readable(
+    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    """Outputs of a transaction are readable when it commits. An instance that has read
+    everything commits then (``commit_idle_s``), not at its interval: here two minutes,
+    longer than the wait below, so the old behaviour would fail it."""
+    topic = make_topic("eos-idle-in", partitions=2)
+    topology = load_topology(MIRROR, app_id=unique_topic_name("eos-idle"), params={"input": topic})
+    prepare_topics(Topics(kafka_admin), topology)
+    config = RuntimeConfig(
+        kafka_bootstrap,
+        processing_guarantee="exactly_once",
+        commit_interval_s=120,
+        state_dir=str(tmp_path),
+    )
+    sent = inputs()[:300]
+    produce_envelopes(kafka_bootstrap, topic, sent, AvroCodec(default_catalog()))
+    instance = RuntimeThread(Runtime(topology, config))
+    try:
+        output = topology.topics_written[0]
+        committed = {"isolation.level": "read_committed"}
+        with TopicReader(kafka_bootstrap, output, config=committed) as reader:
+            assert_each_once(reader.wait_for(at_least(len(sent)), 45), sent)
+    finally:
+        assert instance.stop(30) is None

@@ -42,6 +42,25 @@ def test_the_commit_step_commits_on_schedule_and_sends_ahead_on_the_polls_betwee
     assert committer.calls == ["send_ahead", "send_ahead", "commit", "send_ahead"]
 
 
+def test_a_caught_up_consumer_commits_early_only_with_an_idle_interval() -> None:
+    now = [0.0]
+    committer = Calls()
+    eager = Commit(committer, interval_s=1.0, clock=lambda: now[0], idle_s=0.1)  # type: ignore[arg-type]
+    eager.caught_up()  # nothing has passed since the last commit
+    now[0] = 0.1
+    eager.caught_up()  # caught up and 0.1 s since: commits, long before the interval
+    now[0] = 0.15
+    eager.caught_up()
+    eager.poll()  # the interval now counts from the early commit
+    now[0] = 1.05
+    eager.poll()
+    assert committer.calls == ["commit", "send_ahead", "send_ahead"]
+    patient = Commit(Calls(), interval_s=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    now[0] = 5.0
+    patient.caught_up()
+    assert patient._committer.calls == []  # type: ignore[attr-defined]
+
+
 def record(offset: int, offsets: PartitionOffsets | None) -> Record:
     r = Record("t", 0, offset, None, b"k", b"v", ())
     r.offsets = offsets
