@@ -156,17 +156,28 @@ class Envelope:
         if type(self) not in _PLAIN:
             return replace(self, data=data)
         # The hot path of every map step: direct slot writes cost a fifth of replace().
-        return envelope_from_fields(
-            self.type,
-            data,
-            self.version,
-            self.key,
-            self.id,
-            self.time,
-            self.source,
-            self.correlation_id,
-            self.causation_id,
-        )
+        return _copy(self, data, self.source)
+
+    def with_source(self, source: str) -> Envelope:
+        """The same event from another ``source`` (a topology writes the events it made
+        without one with its app id)."""
+        if type(self) not in _PLAIN:
+            return replace(self, source=source)
+        return _copy(self, self.data, source)  # a quarter of replace()'s 2.4 µs
+
+
+def _copy(env: Envelope, data: Mapping[str, Any], source: str) -> Envelope:
+    return envelope_from_fields(
+        env.type,
+        data,
+        env.version,
+        env.key,
+        env.id,
+        env.time,
+        source,
+        env.correlation_id,
+        env.causation_id,
+    )
 
 
 def _slot_setter(name: str) -> Callable[[Envelope, Any], None]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from streams.codec.errors import EncodeError
@@ -275,7 +274,7 @@ def _sourced(emit: Emit, app_id: str, current: Current) -> Emit:
         if env.source == DEFAULT_SOURCE:
             read = getattr(current.record, "envelope", None)  # None for a timer
             if read is None or read.id != env.id:
-                env = replace(env, source=app_id)
+                env = env.with_source(app_id)
         emit(topic, env)
 
     return sourced

@@ -116,6 +116,17 @@ def test_with_data_keeps_every_other_field_and_checks_changed_names() -> None:
         env.with_data({}, colour="red")
 
 
+def test_with_source_changes_the_source_alone_for_made_and_read_envelopes() -> None:
+    made = Envelope.new("order.placed", {"a": 1}, key="k").follow("order.accepted", {"b": 2})
+    data = {"order_id": "o", "customer_id": "c", "items": [], "total_cents": 1, "currency": "EUR"}
+    codec = AvroCodec(default_catalog())
+    read = codec.decode(*codec.encode(Envelope.new("order.placed", data, version=2)), lazy=True)
+    for env in (made, read):
+        moved = env.with_source("pricing")
+        assert moved.source == "pricing" and env.source != "pricing"
+        assert dataclasses.replace(moved, source=env.source) == env
+
+
 def test_follow_and_new_are_ordinary_envelopes() -> None:
     env = Envelope.new("order.placed", {"a": 1})
     reply = env.follow("order.accepted", {"b": 2})
