@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,6 +18,12 @@ from typing import Any
 from uuid_utils import uuid7 as _uuid7
 
 DEFAULT_SOURCE = os.environ.get("STREAMS_SOURCE", "streams")
+
+CURRENT_SOURCE: ContextVar[str] = ContextVar("streams_current_source", default=DEFAULT_SOURCE)
+"""The service making events in this context: what ``Envelope.new`` and ``follow`` give
+an event made without a ``source``. A runtime sets its app id for each turn (and resets
+it after), so the events its topology makes carry it from the start; elsewhere
+``DEFAULT_SOURCE``."""
 
 
 def new_id() -> str:
@@ -63,11 +70,14 @@ class Envelope:
         *,
         version: int = 1,
         key: str | None = None,
-        source: str = DEFAULT_SOURCE,
+        source: str | None = None,
         correlation_id: str | None = None,
     ) -> Envelope:
-        """A new event that starts a conversation: its correlation id is its own id."""
+        """A new event that starts a conversation: its correlation id is its own id. Its
+        ``source``: as given, else the service making it (``CURRENT_SOURCE``)."""
         event_id = new_id()
+        if source is None:
+            source = CURRENT_SOURCE.get()
         if cls is not Envelope:  # a subclass may have its own __init__
             return cls(
                 type=type,
@@ -94,7 +104,7 @@ class Envelope:
         """A follow-up or reply caused by this event: same correlation id, causation = our id.
 
         Its ``source`` is the service that makes it, not this event's: ``source`` if given,
-        else ``DEFAULT_SOURCE`` (a topology writes it with its app id). This event's source
+        else ``CURRENT_SOURCE`` (in a running topology, its app id). This event's source
         stays reachable through ``causation_id``."""
         return envelope_from_fields(
             type,
@@ -103,7 +113,7 @@ class Envelope:
             self.key if key is None else key,
             new_id(),
             utc_now(),
-            DEFAULT_SOURCE if source is None else source,
+            CURRENT_SOURCE.get() if source is None else source,
             self.correlation_id or self.id,
             self.id,
         )

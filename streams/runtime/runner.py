@@ -49,6 +49,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from streams.client_errors import transient
 from streams.codec import Codec
 from streams.coordinates import TP
+from streams.envelope import CURRENT_SOURCE
 from streams.failures.topics import ensure_failure_topics
 from streams.logs import get_logger, in_hand
 from streams.observability.health import Health
@@ -262,6 +263,14 @@ class Runtime:
         """One turn of the loop: take the records at hand (waiting up to ``wait`` seconds,
         default ``poll_timeout_s``, when there are none), submit each to the chain, poll
         the chain. Returns how many records were taken. Raises what the chain raises."""
+        # The events this turn makes carry the app id from the start (no copy at the sink).
+        made_by = CURRENT_SOURCE.set(self.topology.app_id)
+        try:
+            return self._turn(wait)
+        finally:
+            CURRENT_SOURCE.reset(made_by)
+
+    def _turn(self, wait: float | None) -> int:
         in_hand(self._chain.attempt.plan.current)  # log lines of this turn name its records
         batch = self._next_batch(self.config.poll_timeout_s if wait is None else wait)
         head, record = self._chain.head, Record.of

@@ -9,7 +9,7 @@ import pytest
 
 from streams.codec import EncodeError
 from streams.codec.envelope_wire import envelope_value, type_version_bytes
-from streams.envelope import Envelope
+from streams.envelope import DEFAULT_SOURCE, Envelope
 from streams.errors import StreamsError
 from streams.schemas import default_catalog
 from streams.testing import TestDriver
@@ -344,3 +344,17 @@ def test_an_output_the_app_made_has_the_app_as_its_source() -> None:
         assert [e.source for e in driver.read("app-named")] == ["pricing", "pricing"]
         passed = driver.read("app-passed")
         assert [(e.id, e.source) for e in passed] == [(placed.id, placed.source), (shop.id, "shop")]
+
+
+def test_a_step_sees_the_app_as_the_source_of_what_it_makes_and_nothing_else_does() -> None:
+    made: list[str] = []
+
+    def follow(e: Envelope) -> Envelope:
+        out = e.follow(T, dict(e.data), version=V)
+        made.append(out.source)  # in the step already, not only once written
+        return out
+
+    with TestDriver(build(lambda s: s.map(follow).to(owned("out"), type=T, version=V))) as d:
+        d.pipe("in", [order(1)])
+        assert made == ["app"] and [e.source for e in d.read("app-out")] == ["app"]
+    assert Envelope.new(T, order(2).data, version=V).source == DEFAULT_SOURCE  # after a turn
