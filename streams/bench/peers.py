@@ -30,7 +30,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from streams.bench.core import PARTITIONS, BenchContext, Row, stop_process, watch_outputs
+from streams.bench.core import PARTITIONS, BenchContext, Measured, Row, measure, stop_process
 from streams.bench.throughput import (
     ENRICH,
     instance_rate,
@@ -73,7 +73,7 @@ def peer_python() -> Path:
     return python
 
 
-def _quix_rate(ctx: BenchContext, python: Path, source: str, unique: int) -> float:
+def _quix_rate(ctx: BenchContext, python: Path, source: str, unique: int) -> Measured:
     catalog = default_catalog()
     job = import_file(ENRICH)
     producer = RuntimeConfig(bootstrap=ctx.bootstrap).producer_config()
@@ -97,10 +97,9 @@ def _quix_rate(ctx: BenchContext, python: Path, source: str, unique: int) -> flo
             stderr=subprocess.DEVNULL,
         )
         try:
-            seconds = watch_outputs(ctx.bootstrap, [target], unique, partitions=PARTITIONS)
+            return measure(ctx, proc.pid, [target], unique, ctx.records)
         finally:
             stop_process(proc)
-    return ctx.records / seconds
 
 
 def run(ctx: BenchContext) -> list[Row]:
@@ -112,33 +111,48 @@ def run(ctx: BenchContext) -> list[Row]:
     reference = reference_rate(ctx, avro_in, unique)
     quix = _quix_rate(ctx, python, avro_in, unique)
     with tempfile.TemporaryDirectory(prefix="streams-bench-peers-") as state_dir:
-        ours, _ = instance_rate(ctx, ENRICH, env_in, unique, "--state-dir", state_dir)
+        ours = instance_rate(ctx, ENRICH, env_in, unique, "--state-dir", state_dir)
     job = f"{ctx.records:,} orders, dedup (RocksDB + changelog) and enrich, at-least-once"
     return [
-        Row(SECTION, "reference: bare loop, plain Avro + set", reference, "rec/s", note=job),
+        Row(SECTION, "reference: bare loop, plain Avro + set", reference.rate, "rec/s", note=job),
         Row(
             SECTION,
             f"Quix Streams {QUIX_VERSION}, plain Avro",
-            quix,
+            quix.rate,
             "rec/s",
-            baseline=reference,
+            baseline=reference.rate,
             note="its RocksDB state and changelog topics, the runtime's producer settings",
         ),
         Row(
             SECTION,
             "streams run enrich, envelopes",
-            ours,
+            ours.rate,
             "rec/s",
-            baseline=reference,
+            baseline=reference.rate,
             note="our wire format: the envelope record around each payload",
         ),
         Row(
             SECTION,
             "streams run enrich vs Quix Streams",
-            ours,
+            ours.rate,
             "rec/s",
-            baseline=quix,
+            baseline=quix.rate,
             target=1.0,
             note="the same job, one process each",
+        ),
+        Row(
+            SECTION,
+            f"CPU per record, Quix Streams {QUIX_VERSION}",
+            quix.cpu_us,
+            "µs",
+            note="the process's own CPU time (every thread) per input record, first output "
+            f"to last; the reference loop's {reference.cpu_us:.1f} µs",
+        ),
+        Row(
+            SECTION,
+            "CPU per record, streams run enrich",
+            ours.cpu_us,
+            "µs",
+            note="the same measure, on envelopes",
         ),
     ]
