@@ -14,10 +14,12 @@ twice), three ways in one run, each in its own process over the same input:
   envelope record around each payload, more bytes and more work than plain Avro).
 
 Rates as in ``throughput``: every input record over the time from the first output to the
-last, watched through the output topic's end offsets. Target: ``streams run`` at least as
-fast as Quix Streams. Faust's figure is section ``faust`` (an agent, not this job: Faust
-has no RocksDB-backed dedup of its own to compare). Without a Quix install (no package
-index reachable) the section says why in its note.
+last, watched through the output topic's end offsets; in the same window, the CPU each
+process used (its own, every thread) per input record, for Quix Streams and ``streams
+run``. Target: ``streams run`` at least as fast as Quix Streams. Faust's figure is
+section ``faust`` (an agent, not this job: Faust has no RocksDB-backed dedup of its own
+to compare). Without a Quix install (no package index reachable) the section says why in
+its note.
 """
 
 from __future__ import annotations
