@@ -155,6 +155,10 @@ class Measured:
     broker_cores: float
 
 
+CPU_NOTE = "the process's own CPU time (every thread) per input record, first output to last"
+"""What a row of ``Measured.cpu_us`` says it is, in its note."""
+
+
 def _processes() -> dict[int, tuple[int, float]]:
     """Every process's parent pid and CPU seconds so far (user + system, every thread)."""
     tick = os.sysconf("SC_CLK_TCK")

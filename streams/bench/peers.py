@@ -32,7 +32,15 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from streams.bench.core import PARTITIONS, BenchContext, Measured, Row, measure, stop_process
+from streams.bench.core import (
+    CPU_NOTE,
+    PARTITIONS,
+    BenchContext,
+    Measured,
+    Row,
+    measure,
+    stop_process,
+)
 from streams.bench.throughput import (
     ENRICH,
     instance_rate,
@@ -147,8 +155,7 @@ def run(ctx: BenchContext) -> list[Row]:
             f"CPU per record, Quix Streams {QUIX_VERSION}",
             quix.cpu_us,
             "µs",
-            note="the process's own CPU time (every thread) per input record, first output "
-            f"to last; the reference loop's {reference.cpu_us:.1f} µs",
+            note=f"{CPU_NOTE}; the reference loop's {reference.cpu_us:.1f} µs",
         ),
         Row(
             SECTION,

@@ -49,6 +49,7 @@ from fastavro import schemaless_reader, schemaless_writer
 
 from streams.bench import stages
 from streams.bench.core import (
+    CPU_NOTE,
     PARTITIONS,
     BenchContext,
     Measured,
@@ -330,12 +331,7 @@ def _cpu_rows(measured: Mapping[str, Sequence[Measured]]) -> list[Row]:
         return Row(SECTION, f"CPU per record, {name}", top[key].cpu_us, "µs", note=f"{note}{each}")
 
     return [
-        row(
-            "reference",
-            "reference loop",
-            "the process's own CPU time (every thread) per input record, first output to "
-            "last, in the run kept as best; ",
-        ),
+        row("reference", "reference loop", f"{CPU_NOTE}, in the run kept as best; "),
         row("alos", "streams run at-least-once", "target ≤ 30 µs; "),
         row("eos", "streams run exactly-once", ""),
     ]
