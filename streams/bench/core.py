@@ -104,12 +104,12 @@ def best_of(rounds: int, runs: Mapping[K, Callable[[], float]]) -> dict[K, float
     return best(alternate(rounds, runs))
 
 
-def spread(rates: Sequence[float], unit: str = "") -> str:
-    """Every run's rate, for a row's note: ``runs 31.2k 35.1k 33.0k``; another figure
-    with its ``unit``: ``runs 28.4 30.1 µs``."""
+def spread(figures: Sequence[float], unit: str = "") -> str:
+    """Every run's figure, for a row's note: rates as ``runs 31.2k 35.1k 33.0k``; a figure
+    with a ``unit`` as ``runs 28.4 30.1 µs``."""
     if unit:
-        return "runs " + " ".join(f"{figure:.1f}" for figure in rates) + f" {unit}"
-    return "runs " + " ".join(f"{rate / 1000:.1f}k" for rate in rates)
+        return "runs " + " ".join(f"{figure:.1f}" for figure in figures) + f" {unit}"
+    return "runs " + " ".join(f"{rate / 1000:.1f}k" for rate in figures)
 
 
 def peak_rss_mb() -> float:
@@ -175,7 +175,7 @@ def _processes() -> dict[int, tuple[int, float]]:
     return found
 
 
-def family(pid: int, processes: Mapping[int, tuple[int, float]] | None = None) -> list[int]:
+def _family(pid: int, processes: Mapping[int, tuple[int, float]] | None = None) -> list[int]:
     """Process ``pid`` and its descendants (``streams run --instances N`` works in N
     children). Found by parent pid in every process's stat: this kernel has no
     /proc/<pid>/task/<tid>/children."""
@@ -190,7 +190,7 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time process ``pid`` and its descendants (every thread of each)
     have used so far; the CPU of a descendant that exits is not counted."""
     processes = _processes()
-    return sum(processes[member][1] for member in family(pid, processes) if member in processes)
+    return sum(processes[member][1] for member in _family(pid, processes) if member in processes)
 
 
 def watch(
@@ -266,7 +266,7 @@ def measure(ctx: BenchContext, pid: int, outputs: list[str], count: int, inputs:
     )
     return Measured(
         rate=inputs / window.seconds,
-        rss=max(peak_rss_of(member) for member in family(pid)),
+        rss=max(peak_rss_of(member) for member in _family(pid)),
         cpu_us=window.cpu / inputs * 1e6,
         cores=window.cpu / window.seconds,
         broker_cores=window.broker_cpu / window.seconds,
