@@ -83,13 +83,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="streams-bench-") as data_dir:
         bootstrap = external_bootstrap()
         broker: LocalBroker | None = None
+        broker_pid: int | None = None  # an external cluster's CPU is not this machine's
         if bootstrap is None:
             broker = LocalBroker(port=free_port(), data_dir=data_dir)
             result = broker.up()
-            bootstrap = broker.bootstrap
+            bootstrap, broker_pid = broker.bootstrap, result.status.pid
             rows.append(Row("broker", "start to first metadata", result.seconds, "s"))
         try:
-            ctx = BenchContext(bootstrap=bootstrap, records=records, quick=args.quick)
+            ctx = BenchContext(
+                bootstrap=bootstrap, records=records, quick=args.quick, broker_pid=broker_pid
+            )
             for name, section in SECTIONS.items():
                 if args.only and name not in args.only:
                     continue

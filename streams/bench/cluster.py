@@ -30,7 +30,7 @@ def run(ctx: BenchContext) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="streams-bench-cluster-") as data_dir:
         cluster = LocalCluster(3, ports=[free_port() for _ in range(3)], data_dir=data_dir)
         started = cluster.up()
-        on_cluster = replace(ctx, bootstrap=cluster.bootstrap, _topics=[])
+        on_cluster = replace(ctx, bootstrap=cluster.bootstrap, broker_pid=None, _topics=[])
         try:
             single_in, _, unique = write_inputs(ctx, codec)
             cluster_in, _, _ = write_inputs(on_cluster, codec)
@@ -41,14 +41,14 @@ def run(ctx: BenchContext) -> list[Row]:
                 rates = alternate(
                     rounds,
                     {
-                        "alos1": lambda: instance_rate(ctx, ENRICH, single_in, unique, *alos)[0],
-                        "alos3": lambda: instance_rate(
-                            on_cluster, ENRICH, cluster_in, unique, *alos
-                        )[0],
-                        "eos1": lambda: instance_rate(ctx, ENRICH, single_in, unique, *eos)[0],
-                        "eos3": lambda: instance_rate(on_cluster, ENRICH, cluster_in, unique, *eos)[
-                            0
-                        ],
+                        "alos1": lambda: instance_rate(ctx, ENRICH, single_in, unique, *alos).rate,
+                        "alos3": lambda: (
+                            instance_rate(on_cluster, ENRICH, cluster_in, unique, *alos).rate
+                        ),
+                        "eos1": lambda: instance_rate(ctx, ENRICH, single_in, unique, *eos).rate,
+                        "eos3": lambda: (
+                            instance_rate(on_cluster, ENRICH, cluster_in, unique, *eos).rate
+                        ),
                     },
                 )
         finally:

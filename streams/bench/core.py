@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -26,10 +26,15 @@ from streams.runtime.topics import prepare_topics
 from streams.testing.topics import unique_topic_name
 from streams.topology import load_topology
 
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
+
 PARTITIONS = 4
 Relay = Callable[[str, str, str], None]
 """A bare loop: ``relay(bootstrap, source, target)`` runs forever in a forked process."""
 K = TypeVar("K")
+T = TypeVar("T")
+C = TypeVar("C", bound="SupportsRichComparison")
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,9 @@ class BenchContext:
     bootstrap: str
     records: int = 200_000
     quick: bool = False
+    # The local broker's process, when the bench started it: its CPU in a run's window is
+    # measured too (on 2 cores it shares the machine with what is measured).
+    broker_pid: int | None = None
     _topics: list[str] = field(default_factory=list)
 
     @property
@@ -73,19 +81,21 @@ class BenchContext:
         self._topics.clear()
 
 
-def alternate(rounds: int, runs: Mapping[K, Callable[[], float]]) -> dict[K, list[float]]:
-    """The rates each run gave over ``rounds`` rounds, the runs alternating within a round:
-    on a machine shared with the broker one run against one moves by 10-20%, and a load
-    spike then hits every run alike rather than one side of a ratio."""
-    rates: dict[K, list[float]] = {key: [] for key in runs}
+def alternate(rounds: int, runs: Mapping[K, Callable[[], T]]) -> dict[K, list[T]]:
+    """What each run gave (a rate, a ``Measured``) over ``rounds`` rounds, the runs
+    alternating within a round: on a machine shared with the broker one run against one
+    moves by 10-20%, and a load spike then hits every run alike rather than one side of a
+    ratio."""
+    results: dict[K, list[T]] = {key: [] for key in runs}
     for _round in range(rounds):
         for key, run in runs.items():
-            rates[key].append(run())
-    return rates
+            results[key].append(run())
+    return results
 
 
-def best(rates: Mapping[K, Sequence[float]]) -> dict[K, float]:
-    """The highest of each run's rates (what ``alternate`` returns)."""
+def best(rates: Mapping[K, Sequence[C]]) -> dict[K, C]:
+    """The highest of each run's rates (what ``alternate`` returns; a ``Measured`` is
+    ordered by its rate)."""
     return {key: max(each) for key, each in rates.items()}
 
 
@@ -94,9 +104,12 @@ def best_of(rounds: int, runs: Mapping[K, Callable[[], float]]) -> dict[K, float
     return best(alternate(rounds, runs))
 
 
-def spread(rates: Sequence[float]) -> str:
-    """Every run's rate, for a row's note: ``runs 31.2k 35.1k 33.0k``."""
-    return "runs " + " ".join(f"{rate / 1000:.1f}k" for rate in rates)
+def spread(figures: Sequence[float], unit: str = "") -> str:
+    """Every run's figure, for a row's note: rates as ``runs 31.2k 35.1k 33.0k``; a figure
+    with a ``unit`` as ``runs 28.4 30.1 µs``."""
+    if unit:
+        return "runs " + " ".join(f"{figure:.1f}" for figure in figures) + f" {unit}"
+    return "runs " + " ".join(f"{rate / 1000:.1f}k" for rate in figures)
 
 
 def peak_rss_mb() -> float:
@@ -120,18 +133,64 @@ def _end_offsets(consumer: Consumer, topics: list[str], partitions: int) -> int:
 @dataclass(frozen=True)
 class Window:
     """What ``watch`` saw: the seconds from the first output to the last, and the CPU the
-    watched process used in them (all its threads, user and system; 0 when none)."""
+    watched process (its children included) and the broker used in them (all threads,
+    user and system; 0 when not watched)."""
 
     seconds: float
     cpu: float = 0.0
+    broker_cpu: float = 0.0
+
+
+@dataclass(frozen=True, order=True)
+class Measured:
+    """One run of a loop or an instance: input records/s, peak RSS in MB (its largest
+    process), µs of its CPU per input record, and the cores it and the broker kept busy
+    (CPU seconds over the window's seconds). Ordered by rate, its first field: the best of
+    several runs is the fastest (``best``)."""
+
+    rate: float
+    rss: float
+    cpu_us: float
+    cores: float
+    broker_cores: float
+
+
+CPU_NOTE = "the process's own CPU time (every thread) per input record, first output to last"
+"""What a row of ``Measured.cpu_us`` says it is, in its note."""
+
+
+def _processes() -> dict[int, tuple[int, float]]:
+    """Every process's parent pid and CPU seconds so far (user + system, every thread)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found: dict[int, tuple[int, float]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # exited since the listing
+            continue
+        # After the command name in parentheses: state, ppid, ..., utime and stime are
+        # the 12th and 13th fields, in clock ticks.
+        fields = text.rpartition(")")[2].split()
+        found[int(stat.parent.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    return found
+
+
+def _family(pid: int, processes: Mapping[int, tuple[int, float]] | None = None) -> list[int]:
+    """Process ``pid`` and its descendants (``streams run --instances N`` works in N
+    children). Found by parent pid in every process's stat: this kernel has no
+    /proc/<pid>/task/<tid>/children."""
+    parents = _processes() if processes is None else processes
+    pids = [pid]
+    for member in pids:  # grows while read: children of children
+        pids += (child for child, (parent, _cpu) in parents.items() if parent == member)
+    return pids
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time process ``pid`` (every thread) has used so far."""
-    # /proc/<pid>/stat: after the command name in parentheses, utime and stime are the
-    # 12th and 13th fields, in clock ticks.
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time process ``pid`` and its descendants (every thread of each)
+    have used so far; the CPU of a descendant that exits is not counted."""
+    processes = _processes()
+    return sum(processes[member][1] for member in _family(pid, processes) if member in processes)
 
 
 def watch(
@@ -142,9 +201,11 @@ def watch(
     partitions: int,
     timeout: float = 600,
     pid: int | None = None,
+    broker_pid: int | None = None,
 ) -> Window:
     """The time from the first output record written to ``target`` records readable, seen
-    via end offsets, and the CPU process ``pid`` used in it.
+    via end offsets, and the CPU process ``pid`` (its children too) and the broker
+    (``broker_pid``) used in it.
 
     Reading end offsets costs the pipeline under test nothing, unlike consuming its output.
     The first output counts once written (read_uncommitted), the last once a downstream
@@ -160,20 +221,22 @@ def watch(
         settings = {"group.id": "bench-watch", "isolation.level": isolation}
         return Consumer({"bootstrap.servers": bootstrap, **settings})
 
+    def cpu() -> tuple[float, float]:
+        return (cpu_seconds(pid) if pid else 0.0, cpu_seconds(broker_pid) if broker_pid else 0.0)
+
     written, readable = watcher("read_uncommitted"), watcher("read_committed")
     try:
         deadline = time.monotonic() + timeout
         first: float | None = None
-        cpu_at_first = 0.0
+        at_first = (0.0, 0.0)
         while time.monotonic() < deadline:
             n = _end_offsets(readable if first else written, topics, partitions)
             now = time.perf_counter()
             if n > 0 and first is None:
-                first = now
-                cpu_at_first = cpu_seconds(pid) if pid else 0.0
+                first, at_first = now, cpu()
             elif n >= target and first is not None:
-                cpu = cpu_seconds(pid) - cpu_at_first if pid else 0.0
-                return Window(max(now - first, 1e-6), cpu)
+                (used, broker), (used0, broker0) = cpu(), at_first
+                return Window(max(now - first, 1e-6), used - used0, broker - broker0)
             time.sleep(0.02)  # polling interval of the watcher, not a synchronisation
         seen = _end_offsets(readable, topics, partitions)
         raise RuntimeError(f"only {seen} of {target} outputs arrived")
@@ -187,6 +250,27 @@ def watch_outputs(
 ) -> float:
     """Seconds from the first output record to ``target`` records (``watch``)."""
     return watch(bootstrap, topics, target, partitions=partitions, timeout=timeout).seconds
+
+
+def measure(ctx: BenchContext, pid: int, outputs: list[str], count: int, inputs: int) -> Measured:
+    """``inputs`` records over the time to the last of ``count`` outputs of process
+    ``pid`` (``watch``), with its CPU and the broker's in that time; its peak RSS (the
+    largest of its processes: with ``--instances N``, an instance, not the parent)."""
+    window = watch(
+        ctx.bootstrap,
+        outputs,
+        count,
+        partitions=PARTITIONS,
+        pid=pid,
+        broker_pid=ctx.broker_pid,
+    )
+    return Measured(
+        rate=inputs / window.seconds,
+        rss=max(peak_rss_of(member) for member in _family(pid)),
+        cpu_us=window.cpu / inputs * 1e6,
+        cores=window.cpu / window.seconds,
+        broker_cores=window.broker_cpu / window.seconds,
+    )
 
 
 def stop_process(proc: subprocess.Popen[bytes]) -> None:
@@ -236,10 +320,16 @@ def relay_clients(bootstrap: str) -> tuple[Consumer, Producer]:
 
 
 def relay_rate(
-    ctx: BenchContext, relay: Relay, source: str, hint: str, count: int | None = None
-) -> tuple[float, float]:
-    """Records/s of ``relay`` (run in a forked process) until ``count`` outputs (default
-    ``ctx.records``), and its peak RSS in MB."""
+    ctx: BenchContext,
+    relay: Relay,
+    source: str,
+    hint: str,
+    count: int | None = None,
+    *,
+    inputs: int | None = None,
+) -> Measured:
+    """``relay`` run in a forked process until ``count`` outputs (default ``ctx.records``),
+    measured over ``inputs`` input records (default ``ctx.records``; ``measure``)."""
     target = ctx.topic(hint, partitions=PARTITIONS)
     proc = multiprocessing.get_context("fork").Process(
         target=relay, args=(ctx.bootstrap, source, target), daemon=True
@@ -247,8 +337,7 @@ def relay_rate(
     proc.start()
     n = ctx.records if count is None else count
     try:
-        seconds = watch_outputs(ctx.bootstrap, [target], n, partitions=PARTITIONS)
-        return n / seconds, peak_rss_of(proc.pid or 0)
+        return measure(ctx, proc.pid or 0, [target], n, inputs or ctx.records)
     finally:
         proc.kill()
         proc.join()

@@ -14,10 +14,12 @@ twice), three ways in one run, each in its own process over the same input:
   envelope record around each payload, more bytes and more work than plain Avro).
 
 Rates as in ``throughput``: every input record over the time from the first output to the
-last, watched through the output topic's end offsets. Target: ``streams run`` at least as
-fast as Quix Streams. Faust's figure is section ``faust`` (an agent, not this job: Faust
-has no RocksDB-backed dedup of its own to compare). Without a Quix install (no package
-index reachable) the section says why in its note.
+last, watched through the output topic's end offsets; in the same window, the CPU each
+process used (its own, every thread) per input record, for Quix Streams and ``streams
+run``. Target: ``streams run`` at least as fast as Quix Streams. Faust's figure is
+section ``faust`` (an agent, not this job: Faust has no RocksDB-backed dedup of its own
+to compare). Without a Quix install (no package index reachable) the section says why in
+its note.
 """
 
 from __future__ import annotations
@@ -30,7 +32,15 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from streams.bench.core import PARTITIONS, BenchContext, Row, stop_process, watch_outputs
+from streams.bench.core import (
+    CPU_NOTE,
+    PARTITIONS,
+    BenchContext,
+    Measured,
+    Row,
+    measure,
+    stop_process,
+)
 from streams.bench.throughput import (
     ENRICH,
     instance_rate,
@@ -73,7 +83,7 @@ def peer_python() -> Path:
     return python
 
 
-def _quix_rate(ctx: BenchContext, python: Path, source: str, unique: int) -> float:
+def _quix_rate(ctx: BenchContext, python: Path, source: str, unique: int) -> Measured:
     catalog = default_catalog()
     job = import_file(ENRICH)
     producer = RuntimeConfig(bootstrap=ctx.bootstrap).producer_config()
@@ -97,10 +107,9 @@ def _quix_rate(ctx: BenchContext, python: Path, source: str, unique: int) -> flo
             stderr=subprocess.DEVNULL,
         )
         try:
-            seconds = watch_outputs(ctx.bootstrap, [target], unique, partitions=PARTITIONS)
+            return measure(ctx, proc.pid, [target], unique, ctx.records)
         finally:
             stop_process(proc)
-    return ctx.records / seconds
 
 
 def run(ctx: BenchContext) -> list[Row]:
@@ -112,33 +121,47 @@ def run(ctx: BenchContext) -> list[Row]:
     reference = reference_rate(ctx, avro_in, unique)
     quix = _quix_rate(ctx, python, avro_in, unique)
     with tempfile.TemporaryDirectory(prefix="streams-bench-peers-") as state_dir:
-        ours, _ = instance_rate(ctx, ENRICH, env_in, unique, "--state-dir", state_dir)
+        ours = instance_rate(ctx, ENRICH, env_in, unique, "--state-dir", state_dir)
     job = f"{ctx.records:,} orders, dedup (RocksDB + changelog) and enrich, at-least-once"
     return [
-        Row(SECTION, "reference: bare loop, plain Avro + set", reference, "rec/s", note=job),
+        Row(SECTION, "reference: bare loop, plain Avro + set", reference.rate, "rec/s", note=job),
         Row(
             SECTION,
             f"Quix Streams {QUIX_VERSION}, plain Avro",
-            quix,
+            quix.rate,
             "rec/s",
-            baseline=reference,
+            baseline=reference.rate,
             note="its RocksDB state and changelog topics, the runtime's producer settings",
         ),
         Row(
             SECTION,
             "streams run enrich, envelopes",
-            ours,
+            ours.rate,
             "rec/s",
-            baseline=reference,
+            baseline=reference.rate,
             note="our wire format: the envelope record around each payload",
         ),
         Row(
             SECTION,
             "streams run enrich vs Quix Streams",
-            ours,
+            ours.rate,
             "rec/s",
-            baseline=quix,
+            baseline=quix.rate,
             target=1.0,
             note="the same job, one process each",
+        ),
+        Row(
+            SECTION,
+            f"CPU per record, Quix Streams {QUIX_VERSION}",
+            quix.cpu_us,
+            "µs",
+            note=f"{CPU_NOTE}; the reference loop's {reference.cpu_us:.1f} µs",
+        ),
+        Row(
+            SECTION,
+            "CPU per record, streams run enrich",
+            ours.cpu_us,
+            "µs",
+            note="the same measure, on envelopes",
         ),
     ]

@@ -114,8 +114,9 @@ def _throughput(ctx: BenchContext, codec: AvroCodec, orders_mod: Any) -> list[Ro
     n = ctx.records
     source = ctx.topic("pipeline-in", partitions=PARTITIONS)
     produce_orders(ctx.bootstrap, source, orders_mod.sample_orders(n), codec)
-    bare_rate, bare_rss = relay_rate(ctx, bare_relay, source, "pipeline-bare-out")
-    avro_rate, _ = relay_rate(ctx, _avro_relay, source, "pipeline-avro-out")
+    bare = relay_rate(ctx, bare_relay, source, "pipeline-bare-out")
+    bare_rate, bare_rss = bare.rate, bare.rss
+    avro_rate = relay_rate(ctx, _avro_relay, source, "pipeline-avro-out").rate
 
     # The orders pipeline as it is and with metrics or tracing on, alternated over two rounds
     # and the best of each kept (``best_of``): the ratios compared here are within 5%.

@@ -22,17 +22,26 @@ moves by 10-15% on this machine). Rows:
 - ``streams run topology/enrich.py``, at-least-once (RocksDB dedup store, changelog):
   target 0.4 of the reference; exactly-once: target 0.9 of at-least-once;
 - ``streams run topology/mirror.py`` on the envelope input: target 0.8 of the wire loop;
+- ``streams run topology/enrich.py --instances N`` (N: the cores, at least 2), at-least-once,
+  against one instance: target 1.3 on two cores; its note gives the cores the instances
+  and the broker kept busy (CPU seconds over the window), so a miss on a saturated
+  machine shows as such;
 - the enrich instance's peak RSS, and its end-to-end latency at 5k records/s, beside the
   same figures for a bare byte-copy loop taking records as they come (the floor: on 2
   cores the broker, the load generator and the loop share the CPU);
+- the CPU per input record of the reference loop and of the instance under either
+  guarantee (target 30 µs at-least-once): each process's own CPU time, every thread,
+  from the first output to the last (``watch``), so the figure does not count the time
+  the broker held the CPU, as a wall-clock one would;
 - the µs per record of each stage inside the runtime (``streams.bench.stages``).
 """
 
 from __future__ import annotations
 
+import os
 import random
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from io import BytesIO
 from typing import Any, cast
 
@@ -40,21 +49,22 @@ from fastavro import schemaless_reader, schemaless_writer
 
 from streams.bench import stages
 from streams.bench.core import (
+    CPU_NOTE,
     PARTITIONS,
     BenchContext,
+    Measured,
     Row,
     alternate,
     best,
     drop_app_topics,
     latency_rows,
-    peak_rss_of,
+    measure,
     produce_values,
     relay_clients,
     relay_rate,
     spread,
     start_instance,
     stop_process,
-    watch_outputs,
 )
 from streams.bench.pipeline import bare_relay
 from streams.codec import AvroCodec
@@ -74,6 +84,8 @@ LATENCY_RATE = 5_000
 WARM_RUNS = 6
 SETTLED = 4
 ROUNDS = 3
+# ``--instances N``: one per core, at least two (issue #32 asks 1.3 times one on 2 cores).
+INSTANCES = max(os.cpu_count() or 1, 2)
 
 
 def job_input(n: int, seed: int = 11) -> tuple[list[Envelope], int]:
@@ -88,10 +100,10 @@ def job_input(n: int, seed: int = 11) -> tuple[list[Envelope], int]:
     return out, unique
 
 
-def reference_rate(ctx: BenchContext, avro_in: str, unique: int) -> float:
-    """Records/s of the reference loop over the plain Avro input (every input record,
-    duplicates too, over the time to the last output)."""
-    return relay_rate(ctx, _reference, avro_in, "throughput-ref", unique)[0] * ctx.records / unique
+def reference_rate(ctx: BenchContext, avro_in: str, unique: int) -> Measured:
+    """The reference loop over the plain Avro input (every input record, duplicates too,
+    over the time to the last output)."""
+    return relay_rate(ctx, _reference, avro_in, "throughput-ref", unique)
 
 
 def _reference(bootstrap: str, source: str, target: str) -> None:
@@ -155,14 +167,14 @@ def _prompt_relay(bootstrap: str, source: str, target: str) -> None:
 
 def instance_rate(
     ctx: BenchContext, path: Any, source: str, count: int, *args: str, inputs: int | None = None
-) -> tuple[float, float]:
-    """Records/s (``inputs``, default ``ctx.records``, over the time to the last of
-    ``count`` outputs) and peak RSS of one ``streams run`` instance."""
+) -> Measured:
+    """``streams run`` (one instance, or N with ``--instances N`` in ``args``) until
+    ``count`` outputs, measured over ``inputs`` input records (default ``ctx.records``;
+    ``measure``: the CPU of N instances is their parent's and theirs)."""
     app_id = unique_topic_name(f"bench-{path.stem}")
     proc, outputs = start_instance(ctx, path, app_id, source, *args)
     try:
-        seconds = watch_outputs(ctx.bootstrap, outputs, count, partitions=PARTITIONS)
-        return (inputs or ctx.records) / seconds, peak_rss_of(proc.pid)
+        return measure(ctx, proc.pid, outputs, count, inputs or ctx.records)
     finally:
         stop_process(proc)
         drop_app_topics(ctx, app_id)
@@ -225,33 +237,30 @@ def run(ctx: BenchContext) -> list[Row]:
     codec = AvroCodec(default_catalog())
     latency = _latency(ctx, codec)
     env_in, avro_in, unique = write_inputs(ctx, codec)
-    peaks: list[float] = []
     with tempfile.TemporaryDirectory(prefix="streams-bench-throughput-") as state_dir:
         state = ("--state-dir", state_dir)
-
-        def alos() -> float:
-            rate, peak = instance_rate(ctx, ENRICH, env_in, unique, *state)
-            peaks.append(peak)
-            return rate
-
         # Rates count every input record (duplicates too) over the time to the last output.
-        runs: dict[str, Callable[[], float]] = {
-            "copy": lambda: relay_rate(ctx, bare_relay, env_in, "throughput-copy")[0],
+        # The instances run last in a round: at-least-once and exactly-once stay side by side.
+        runs: dict[str, Callable[[], Measured]] = {
+            "copy": lambda: relay_rate(ctx, bare_relay, env_in, "throughput-copy"),
             "reference": lambda: reference_rate(ctx, avro_in, unique),
-            "wire": lambda: (
-                relay_rate(ctx, _wire_work, env_in, "throughput-wire", unique)[0] * n / unique
-            ),
-            "alos": alos,
+            "wire": lambda: relay_rate(ctx, _wire_work, env_in, "throughput-wire", unique),
+            "alos": lambda: instance_rate(ctx, ENRICH, env_in, unique, *state),
             "eos": lambda: instance_rate(
                 ctx, ENRICH, env_in, unique, *state, "--guarantee", "exactly_once"
-            )[0],
-            "mirror": lambda: instance_rate(ctx, MIRROR, env_in, n)[0],
+            ),
+            "mirror": lambda: instance_rate(ctx, MIRROR, env_in, n),
+            "instances": lambda: instance_rate(
+                ctx, ENRICH, env_in, unique, *state, "--instances", str(INSTANCES)
+            ),
         }
         rounds = 1 if ctx.quick else ROUNDS
-        rates = alternate(rounds, runs)
-    top = best(rates)
-    copy, reference, wire = top["copy"], top["reference"], top["wire"]
-    alos_rate, eos, mirror, rss = top["alos"], top["eos"], top["mirror"], max(peaks)
+        measured = alternate(rounds, runs)
+    top = best(measured)
+    rates = {key: [m.rate for m in each] for key, each in measured.items()}
+    copy, reference, wire = top["copy"].rate, top["reference"].rate, top["wire"].rate
+    alos_rate, eos, mirror = top["alos"].rate, top["eos"].rate, top["mirror"].rate
+    rss = max(m.rss for m in measured["alos"])
     note = (
         f"{n:,} orders ({n - unique:,} sent twice), {PARTITIONS} partitions, "
         f"best of {rounds} alternating runs"
@@ -301,9 +310,57 @@ def run(ctx: BenchContext) -> list[Row]:
             target=0.8,
             note=f"vs the wire-work loop; {spread(rates['mirror'])}",
         ),
+        _instances_row(ctx, measured),
         Row(SECTION, "peak RSS of the enrich instance", rss, "MB", note="target < 200 MB"),
+        *_cpu_rows(measured),
     ]
 
     rows += latency
     rows += stages.run(ctx, ENRICH, env_in, n)
     return rows
+
+
+def _cpu_rows(measured: Mapping[str, Sequence[Measured]]) -> list[Row]:
+    """µs of CPU per input record of the reference loop and of the instance under either
+    guarantee: the process's own CPU time, not wall time (on 2 cores a wall-clock figure
+    also holds the time the broker took the CPU)."""
+    top = best(measured)
+
+    def row(key: str, name: str, note: str) -> Row:
+        each = spread([m.cpu_us for m in measured[key]], "µs")
+        return Row(SECTION, f"CPU per record, {name}", top[key].cpu_us, "µs", note=f"{note}{each}")
+
+    return [
+        row("reference", "reference loop", f"{CPU_NOTE}, in the run kept as best; "),
+        row("alos", "streams run at-least-once", "target ≤ 30 µs; "),
+        row("eos", "streams run exactly-once", ""),
+    ]
+
+
+def _instances_row(ctx: BenchContext, measured: Mapping[str, Sequence[Measured]]) -> Row:
+    """``--instances N`` against one instance, and the cores each kept busy with the broker
+    in its kept run: when N instances do not reach 1.3 times one on two cores, the note
+    shows whether the machine was saturated (instances + broker near 2 cores)."""
+    top = best(measured)
+    many, one = top["instances"], top["alos"]
+
+    def cores(m: Measured) -> str:
+        if not ctx.broker_pid:  # not started by the bench: its CPU is not known here
+            return f"{m.cores:.2f} cores, the broker's not measured"
+        both = m.cores + m.broker_cores
+        return f"{m.cores:.2f} cores + broker {m.broker_cores:.2f} = {both:.2f} of {os.cpu_count()}"
+
+    return Row(
+        SECTION,
+        f"streams run enrich, --instances {INSTANCES}",
+        many.rate,
+        "rec/s",
+        baseline=one.rate,
+        target=1.3,
+        note=(
+            f"vs 1 instance, at-least-once; target 1.3 on two cores; cores used: {INSTANCES} "
+            f"instances {cores(many)} (1 instance {cores(one)}); {many.cpu_us:.1f} µs CPU per "
+            "record; "
+            f"{spread([m.rate for m in measured['instances']])}"
+        ),
+    )
