@@ -24,6 +24,7 @@ from streams.config import external_bootstrap
 from streams.demo.cluster import step_cluster
 from streams.demo.concurrency import step_concurrency
 from streams.demo.context import DemoContext, step_line
+from streams.demo.exactly_once import step_exactly_once
 from streams.demo.failures import step_failures
 from streams.demo.faust import step_faust
 from streams.demo.observability import step_observability
@@ -53,6 +54,7 @@ STEPS: list[Callable[[DemoContext], None]] = [
     step_faust,
     step_failures,
     step_state,
+    step_exactly_once,
     step_windows,
     step_timers,
     step_tables,

@@ -24,7 +24,8 @@ from streams.testing.wait import TopicReader, wait_until
 from streams.topology import Topology
 
 
-def _orders(count: int) -> list[Envelope]:
+def orders_of(count: int) -> list[Envelope]:
+    """``count`` placed orders of 20 customers, each a new id."""
     out = []
     for i in range(count):
         key = f"c-{i % 20:04d}"
@@ -52,7 +53,7 @@ def step_state(ctx: DemoContext, count: int = 200) -> None:
     """Each id twice → processed once; local state lost → restored; a third copy → dropped."""
     topology, source = ctx.example("dedup", "dedup", source="dedup-in", partitions=2)
     codec = AvroCodec(default_catalog())
-    orders = _orders(count)
+    orders = orders_of(count)
     produce_envelopes(ctx.bootstrap, source, orders + orders, codec)
 
     with tempfile.TemporaryDirectory(prefix="streams-demo-state-") as state_dir:

@@ -46,6 +46,11 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient
     assert f"{made[3]} topics, {2 * int(made[3])} partitions" in out
     assert re.search(r"(demo-[0-9a-f]{8}-[\w-]+?)-\1-", out) is None  # no <app>-<app>-
     assert re.search(r"/readyz 503 \(stalled partition\(s\): demo-\w+-stalled\[0\]\)", out)
+    assert re.search(
+        r"400 events \(each id twice\) -> 200 outputs, each once, readable to read_committed"
+        r" readers [\d.]+ s after the start \(commit interval 30 s",
+        out,
+    )
     assert re.search(r"-> \d+ closed windows, each once, as computed by hand", out)
     assert "3 late orders to revenue-late-orders" in out
     assert "90 payments joined with their orders within the hour of event time -> 72" in (out)
