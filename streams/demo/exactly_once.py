@@ -32,7 +32,7 @@ def step_exactly_once(ctx: DemoContext, count: int = 200) -> None:
     codec = AvroCodec(default_catalog())
     orders = orders_of(count)
     produce_envelopes(ctx.bootstrap, source, orders + orders, codec)
-    committed = {"isolation.level": "read_committed"}
+    committed: dict[str, object] = {"isolation.level": "read_committed"}
     with (
         tempfile.TemporaryDirectory(prefix="streams-demo-eos-") as state_dir,
         TopicReader(ctx.bootstrap, topology.topics_written[0], config=committed) as reader,
