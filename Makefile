@@ -18,7 +18,8 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml setup.py streams/codec/varint.py streams/codec/envelope_wire.py \
-		streams/codec/avro_machine.py streams/codec/_compiled_avro_machine.pxd
+		streams/codec/avro_machine.py streams/codec/_compiled_avro_machine.pxd \
+		streams/codec/_compiled_varint.pxd
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
