@@ -57,7 +57,10 @@ class RocksDBStorage(LocalStorage):
         return self._db
 
     def get(self, key: bytes) -> Entry | None:
-        raw = self.db.get(_DATA + key)
+        db = self._db  # not ``self.db`` (a property call) on every record's path
+        if db is None:
+            db = self.db  # raises: closed
+        raw = db.get(_DATA + key)
         if raw is None:
             return None
         return Entry(raw[8:], _EXPIRY.unpack_from(raw)[0])

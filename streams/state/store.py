@@ -50,7 +50,7 @@ copy ahead of the committed input; the changelog tags keep a restore from doing 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -105,13 +105,19 @@ class _Delivery:
 
 class _Applying:
     """The committed changes of a partition not yet written to its local storage, in
-    front of it for reads (what a ``PartitionTransaction`` reads through)."""
+    front of it for reads (what a ``PartitionTransaction`` reads through).
 
-    __slots__ = ("changes", "storage", "target")
+    ``write_some`` writes them in chunks, in the order they were made, and keeps the
+    written ones in ``changes`` until the last chunk: a read finds the same entry there
+    as in the storage, and nothing is copied or deleted per change."""
+
+    __slots__ = ("_rest", "changes", "storage", "target", "unwritten")
 
     def __init__(self, storage: LocalStorage) -> None:
         self.storage = storage
         self.changes: dict[bytes, Entry | None] = {}
+        self.unwritten = 0  # how many of ``changes`` are not in the storage yet
+        self._rest: Iterator[tuple[bytes, Entry | None]] = iter(())
         self.target: Checkpoint | None = None  # the local checkpoint once all are written
 
     def get(self, key: bytes) -> Entry | None:
@@ -122,21 +128,18 @@ class _Applying:
 
     def hand_over(self, changes: dict[bytes, Entry | None], target: Checkpoint) -> None:
         self.changes = changes
+        self.unwritten = len(changes)
+        self._rest = iter(changes.items())  # ``changes`` is not changed until written
         self.target = target
 
     def write_some(self, limit: int) -> int:
-        changes = self.changes
-        if not changes:
+        if not self.unwritten:
             return 0
-        # Written before they leave ``changes``: a read finds each change somewhere.
-        if limit >= len(changes):
-            self.storage.write(changes)
-            self.changes = {}
-            return len(changes)
-        chunk = {key: changes[key] for key in islice(changes, limit)}
+        chunk = dict(islice(self._rest, limit))
         self.storage.write(chunk)
-        for key in chunk:
-            del changes[key]
+        self.unwritten -= len(chunk)
+        if not self.unwritten:
+            self.changes = {}
         return len(chunk)
 
 
@@ -352,11 +355,11 @@ class ChangelogPartition:
     @property
     def applying(self) -> int:
         """Changes committed and not yet written to the local storage."""
-        return len(self._applying.changes)
+        return self._applying.unwritten
 
     def _finish_applying(self) -> None:
-        if self._applying.changes:
-            self.apply_some(len(self._applying.changes))
+        if self._applying.unwritten:
+            self.apply_some(self._applying.unwritten)
 
     def _applied(self, checkpoint: Checkpoint) -> None:
         self.checkpoint = checkpoint
