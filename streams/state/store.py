@@ -58,7 +58,7 @@ from typing import Any, NamedTuple
 from streams.client_errors import transient
 from streams.cluster import Topics
 from streams.logs import get_logger
-from streams.state.base import Backend, ChangelogProducer, Entry, LocalStorage
+from streams.state.base import NEVER, Backend, ChangelogProducer, Entry, LocalStorage
 from streams.state.changelog import (
     changelog_topic,
     ensure_changelog_topic,
@@ -262,6 +262,9 @@ class ChangelogPartition:
         topic = self.store.changelog_topic
         partition = self.partition
         shared = source_headers(source_offset)
+        # Entries written in the same millisecond with one time to live (dedup's) expire
+        # together: their headers are built once.
+        expiry, expiring = NEVER, shared
         produce = producer.produce
         sent = 0
         for key in keys:
@@ -271,7 +274,10 @@ class ChangelogPartition:
             if entry is None:
                 value, headers = None, shared
             else:
-                value, headers = entry.value, record_headers(shared, entry.expires_at_ms)
+                if entry.expires_at_ms != expiry:
+                    expiry = entry.expires_at_ms
+                    expiring = record_headers(shared, expiry)
+                value, headers = entry.value, expiring
             while True:
                 try:
                     produce(

@@ -107,6 +107,20 @@ def test_flush_writes_each_key_once_tagged_with_the_source(
     assert records[0].headers == [(SOURCE_OFFSET, b"57")]
 
 
+def test_each_changelog_record_carries_its_own_expiry(
+    cluster: MemoryCluster, part: ChangelogPartition
+) -> None:
+    tx = part.transaction()
+    tx.set("a", b"1", ttl=10, now=100.0)
+    tx.set("b", b"2", ttl=10, now=100.0)  # expires with a
+    tx.set("c", b"3", ttl=20, now=100.0)
+    tx.set("d", b"4")  # never
+    tx.set("e", b"5", ttl=10, now=100.0)
+    part.flush(cluster.producer({}), source_offset=3)
+    expiries = [dict(r.headers).get(EXPIRES_AT) for r in cluster.records(TOPIC, 2)]
+    assert expiries == [b"110000", b"110000", b"120000", None, b"110000"]
+
+
 def test_apply_waits_for_acks_then_writes_locally(
     cluster: MemoryCluster, part: ChangelogPartition
 ) -> None:
