@@ -187,7 +187,7 @@ class Measured:
     (CPU seconds over the window's seconds). Ordered by rate, its first field: the best of
     several runs is the fastest (``best``). ``settled``: the same over the window from the
     moment the group settled (``Settle``), when one was watched, and ``settling`` the
-    seconds the group took to settle from the start."""
+    seconds the group took to settle from the start; ``seconds``: the window's length."""
 
     rate: float
     rss: float
@@ -196,6 +196,7 @@ class Measured:
     broker_cores: float
     settled: Measured | None = field(default=None, compare=False)
     settling: float = field(default=0.0, compare=False)
+    seconds: float = field(default=0.0, compare=False)
 
 
 CPU_NOTE = "the process's own CPU time (every thread) per input record, first output to last"
@@ -368,6 +369,7 @@ def measure(
             cpu_us=w.cpu / records * 1e6 if records else float("nan"),
             cores=w.cpu / w.seconds,
             broker_cores=w.broker_cpu / w.seconds,
+            seconds=w.seconds,
         )
 
     settled = rated(window.settled) if window.settled else None

@@ -406,10 +406,11 @@ def _instances_row(
     One instance is the at-least-once run's settled window (the same run gives the
     at-least-once row its window from the first output), or the "settled" run on the
     row's own input when the section's is smaller than ``SETTLED_RECORDS``. The note
-    gives the seconds each group took to settle from the start, and the cores each kept
-    busy with the broker in its kept run's settled window: when N instances do not reach
-    1.3 times one on two cores, it shows whether the machine was saturated (instances +
-    broker near 2 cores)."""
+    gives the seconds each group took to settle from the start, each settled window's
+    length (whether ``SETTLED_RECORDS`` leaves a long enough one), and the cores each
+    kept busy with the broker in its kept run's settled window: when N instances do not
+    reach 1.3 times one on two cores, it shows whether the machine was saturated
+    (instances + broker near 2 cores)."""
 
     def settled(key: str) -> list[Measured]:
         return [m.settled for m in measured[key] if m.settled is not None]
@@ -426,6 +427,9 @@ def _instances_row(
     def settling(key: str) -> str:
         return spread([m.settling for m in measured[key]], "s")
 
+    def window(key: str) -> str:
+        return spread([m.seconds for m in settled(key)], "s")
+
     return Row(
         SECTION,
         f"streams run enrich, --instances {INSTANCES}",
@@ -436,7 +440,9 @@ def _instances_row(
         note=(
             f"vs 1 instance, at-least-once, {orders:,} orders, both from the moment the "
             f"group settled; target 1.3 on two cores; settled after: {INSTANCES} instances "
-            f"{settling('instances')}, 1 instance {settling(single)}; cores used: "
+            f"{settling('instances')}, 1 instance {settling(single)}; settled windows: "
+            f"{INSTANCES} instances {window('instances')}, 1 instance {window(single)}; "
+            "cores used: "
             f"{INSTANCES} instances {cores(many)} (1 instance {cores(one)}); "
             f"{many.cpu_us:.1f} µs CPU per record; {INSTANCES} instances "
             f"{spread([m.rate for m in settled('instances')])}, 1 instance "
