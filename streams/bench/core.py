@@ -11,14 +11,22 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from streams.cluster import Topics, admin_client, create_topic, delete_app_topics, delete_topics
+from streams.cluster import (
+    Cluster,
+    Topics,
+    admin_client,
+    create_topic,
+    delete_app_topics,
+    delete_topics,
+)
+from streams.cluster.groups import GroupInfo, describe_group
 from streams.config import bounded_prefetch
 from streams.runtime import RuntimeConfig
 from streams.runtime.config import PREFETCH_KBYTES
@@ -134,11 +142,42 @@ def _end_offsets(consumer: Consumer, topics: list[str], partitions: int) -> int:
 class Window:
     """What ``watch`` saw: the seconds from the first output to the last, and the CPU the
     watched process (its children included) and the broker used in them (all threads,
-    user and system; 0 when not watched)."""
+    user and system; 0 when not watched); ``outputs``: the outputs written in it (all of
+    them from the first output; those written after it started, for a settled window).
+    ``settled``: the same from the moment the group settled (``Settle``), and ``settling``
+    the seconds from the watch's start to that moment, when a group was watched."""
 
     seconds: float
     cpu: float = 0.0
     broker_cpu: float = 0.0
+    outputs: int = 0
+    settled: Window | None = None
+    settling: float = 0.0
+
+
+@dataclass(frozen=True)
+class Settle:
+    """A consumer group to watch until it has settled: its ``members`` (as many as
+    expected) each hold partitions, and together they hold every partition of
+    ``topics``. The group of a ``streams run`` app is its app id."""
+
+    group: str
+    members: int
+    topics: tuple[str, ...]
+
+    def settled(self, info: GroupInfo, partitions: int) -> bool:
+        held = {tp for member in info.members for tp in member.partitions}
+        every = {(topic, p) for topic in self.topics for p in range(partitions)}
+        return (
+            len(info.members) == self.members
+            and all(member.partitions for member in info.members)
+            and every <= held
+        )
+
+
+SETTLE_POLL_S = 0.1
+"""How often ``watch`` describes the group it waits to settle (a describe costs the
+coordinator a request: not at the end-offset polling rate)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -146,13 +185,18 @@ class Measured:
     """One run of a loop or an instance: input records/s, peak RSS in MB (its largest
     process), µs of its CPU per input record, and the cores it and the broker kept busy
     (CPU seconds over the window's seconds). Ordered by rate, its first field: the best of
-    several runs is the fastest (``best``)."""
+    several runs is the fastest (``best``). ``settled``: the same over the window from the
+    moment the group settled (``Settle``), when one was watched, and ``settling`` the
+    seconds the group took to settle from the start; ``seconds``: the window's length."""
 
     rate: float
     rss: float
     cpu_us: float
     cores: float
     broker_cores: float
+    settled: Measured | None = field(default=None, compare=False)
+    settling: float = field(default=0.0, compare=False)
+    seconds: float = field(default=0.0, compare=False)
 
 
 CPU_NOTE = "the process's own CPU time (every thread) per input record, first output to last"
@@ -202,6 +246,7 @@ def watch(
     timeout: float = 600,
     pid: int | None = None,
     broker_pid: int | None = None,
+    settle: Settle | None = None,
 ) -> Window:
     """The time from the first output record written to ``target`` records readable, seen
     via end offsets, and the CPU process ``pid`` (its children too) and the broker
@@ -215,6 +260,13 @@ def watch(
     0.94-1.06 of at-least-once so, where a reader timing the whole run saw 0.69-0.88).
     The CPU counts from the first output, not from the first record read: it leaves out
     start-up (imports, the group join) and the few ms before the first output is seen.
+
+    With ``settle``, a second window in the same run (``Window.settled``): from the first
+    moment the group has settled (described every ``SETTLE_POLL_S``) to the same end, its
+    outputs those written after that moment, its CPU from then. Instances started at once
+    rebalance as each joins (a first instance takes every partition, a cooperative
+    rebalance then moves some to the next): the settled window leaves that out. A group
+    that has not settled when the last output is readable raises ``RuntimeError``.
     """
 
     def watcher(isolation: str) -> Consumer:
@@ -224,19 +276,50 @@ def watch(
     def cpu() -> tuple[float, float]:
         return (cpu_seconds(pid) if pid else 0.0, cpu_seconds(broker_pid) if broker_pid else 0.0)
 
+    def since(start: float, at: tuple[float, float], now: float, outputs: int) -> Window:
+        (used, broker), (used0, broker0) = cpu(), at
+        return Window(max(now - start, 1e-6), used - used0, broker - broker0, outputs)
+
+    cluster = Cluster(bootstrap, timeout=10) if settle else None
     written, readable = watcher("read_uncommitted"), watcher("read_committed")
     try:
+        began = time.perf_counter()
         deadline = time.monotonic() + timeout
         first: float | None = None
         at_first = (0.0, 0.0)
+        settled: tuple[float, tuple[float, float], int] | None = None  # when, CPU, outputs
+        described = 0.0
         while time.monotonic() < deadline:
             n = _end_offsets(readable if first else written, topics, partitions)
             now = time.perf_counter()
             if n > 0 and first is None:
                 first, at_first = now, cpu()
             elif n >= target and first is not None:
-                (used, broker), (used0, broker0) = cpu(), at_first
-                return Window(max(now - first, 1e-6), used - used0, broker - broker0)
+                if settle is None:
+                    return since(first, at_first, now, target)
+                if settled is None:
+                    raise RuntimeError(
+                        f"group {settle.group} did not settle ({settle.members} members "
+                        f"holding every partition of {', '.join(settle.topics)}) before "
+                        f"all {target} outputs were written"
+                    )
+                when, at_settled, before = settled
+                return replace(
+                    since(first, at_first, now, target),
+                    settled=since(when, at_settled, now, target - before),
+                    settling=when - began,
+                )
+            if (
+                cluster is not None
+                and settle
+                and settled is None
+                and now - described > SETTLE_POLL_S
+            ):
+                described = now
+                if settle.settled(describe_group(cluster, settle.group), partitions):
+                    when = time.perf_counter()
+                    count = max(_end_offsets(written, topics, partitions), 0)
+                    settled = (when, cpu(), count)
             time.sleep(0.02)  # polling interval of the watcher, not a synchronisation
         seen = _end_offsets(readable, topics, partitions)
         raise RuntimeError(f"only {seen} of {target} outputs arrived")
@@ -252,10 +335,21 @@ def watch_outputs(
     return watch(bootstrap, topics, target, partitions=partitions, timeout=timeout).seconds
 
 
-def measure(ctx: BenchContext, pid: int, outputs: list[str], count: int, inputs: int) -> Measured:
+def measure(
+    ctx: BenchContext,
+    pid: int,
+    outputs: list[str],
+    count: int,
+    inputs: int,
+    *,
+    settle: Settle | None = None,
+) -> Measured:
     """``inputs`` records over the time to the last of ``count`` outputs of process
     ``pid`` (``watch``), with its CPU and the broker's in that time; its peak RSS (the
-    largest of its processes: with ``--instances N``, an instance, not the parent)."""
+    largest of its processes: with ``--instances N``, an instance, not the parent). With
+    ``settle``, also over the window from the moment the group settled
+    (``Measured.settled``): its outputs scaled to input records (``inputs`` per ``count``).
+    """
     window = watch(
         ctx.bootstrap,
         outputs,
@@ -263,14 +357,23 @@ def measure(ctx: BenchContext, pid: int, outputs: list[str], count: int, inputs:
         partitions=PARTITIONS,
         pid=pid,
         broker_pid=ctx.broker_pid,
+        settle=settle,
     )
-    return Measured(
-        rate=inputs / window.seconds,
-        rss=max(peak_rss_of(member) for member in _family(pid)),
-        cpu_us=window.cpu / inputs * 1e6,
-        cores=window.cpu / window.seconds,
-        broker_cores=window.broker_cpu / window.seconds,
-    )
+    rss = max(peak_rss_of(member) for member in _family(pid))
+
+    def rated(w: Window) -> Measured:
+        records = inputs * w.outputs / count
+        return Measured(
+            rate=records / w.seconds,
+            rss=rss,
+            cpu_us=w.cpu / records * 1e6 if records else float("nan"),
+            cores=w.cpu / w.seconds,
+            broker_cores=w.broker_cpu / w.seconds,
+            seconds=w.seconds,
+        )
+
+    settled = rated(window.settled) if window.settled else None
+    return replace(rated(window), settled=settled, settling=window.settling)
 
 
 def stop_process(proc: subprocess.Popen[bytes]) -> None:

@@ -23,9 +23,16 @@ moves by 10-15% on this machine). Rows:
   target 0.4 of the reference; exactly-once: target 0.9 of at-least-once;
 - ``streams run topology/mirror.py`` on the envelope input: target 0.8 of the wire loop;
 - ``streams run topology/enrich.py --instances N`` (N: the cores, at least 2), at-least-once,
-  against one instance: target 1.3 on two cores; its note gives the cores the instances
-  and the broker kept busy (CPU seconds over the window), so a miss on a saturated
-  machine shows as such;
+  against one instance: target 1.3 on two cores. Both sides are measured from the moment
+  their group has settled (as many members as instances, each holding partitions, every
+  input partition held; ``watch``), not from the first output: N instances started at
+  once rebalance as each joins, seconds of a short run. The one instance is the
+  at-least-once run's second window (one run, two windows), on an input of
+  ``SETTLED_RECORDS`` orders at least: a smaller section input (``--quick``, or the
+  default 200k) gets its own input for this row and a one-instance "settled" run in the
+  rounds. Its note gives the seconds each group took to settle and the cores the
+  instances and the broker kept busy (CPU seconds over the window), so a miss on a
+  saturated machine shows as such;
 - the enrich instance's peak RSS, and its end-to-end latency at 5k records/s, beside the
   same figures for a bare byte-copy loop taking records as they come (the floor: on 2
   cores the broker, the load generator and the loop share the CPU);
@@ -54,6 +61,7 @@ from streams.bench.core import (
     BenchContext,
     Measured,
     Row,
+    Settle,
     alternate,
     best,
     drop_app_topics,
@@ -86,6 +94,10 @@ SETTLED = 4
 ROUNDS = 3
 # ``--instances N``: one per core, at least two (issue #32 asks 1.3 times one on 2 cores).
 INSTANCES = max(os.cpu_count() or 1, 2)
+# The fewest orders the ``--instances`` row runs on: two instances started at once settled
+# (each holding its partitions) 5-6 s in, around 150k outputs; with fewer orders the run
+# ends before its group settles (``--quick``: 20k) or leaves a window under a second.
+SETTLED_RECORDS = 300_000
 
 
 def job_input(n: int, seed: int = 11) -> tuple[list[Envelope], int]:
@@ -166,15 +178,24 @@ def _prompt_relay(bootstrap: str, source: str, target: str) -> None:
 
 
 def instance_rate(
-    ctx: BenchContext, path: Any, source: str, count: int, *args: str, inputs: int | None = None
+    ctx: BenchContext,
+    path: Any,
+    source: str,
+    count: int,
+    *args: str,
+    inputs: int | None = None,
+    members: int = 0,
 ) -> Measured:
     """``streams run`` (one instance, or N with ``--instances N`` in ``args``) until
     ``count`` outputs, measured over ``inputs`` input records (default ``ctx.records``;
-    ``measure``: the CPU of N instances is their parent's and theirs)."""
+    ``measure``: the CPU of N instances is their parent's and theirs). With ``members``,
+    also from the moment its group (the app id) has that many members holding every
+    partition of ``source`` (``Measured.settled``)."""
     app_id = unique_topic_name(f"bench-{path.stem}")
     proc, outputs = start_instance(ctx, path, app_id, source, *args)
+    settle = Settle(app_id, members, (source,)) if members else None
     try:
-        return measure(ctx, proc.pid, outputs, count, inputs or ctx.records)
+        return measure(ctx, proc.pid, outputs, count, inputs or ctx.records, settle=settle)
     finally:
         stop_process(proc)
         drop_app_topics(ctx, app_id)
@@ -213,13 +234,8 @@ def write_inputs(ctx: BenchContext, codec: AvroCodec) -> tuple[str, str, int]:
     they hold."""
     placed = default_catalog().get("order.placed", 2)
     envelopes, unique = job_input(ctx.records)
-    env_in = ctx.topic("throughput-env", partitions=PARTITIONS)
+    env_in = _write_envelopes(ctx, codec, envelopes, "throughput-env")
     avro_in = ctx.topic("throughput-avro", partitions=PARTITIONS)
-    produce_values(
-        ctx.bootstrap,
-        env_in,
-        (((e.key or "").encode(), *codec.encode(e)) for e in envelopes),
-    )
 
     def plain(env: Envelope) -> bytes:
         buf = BytesIO()
@@ -232,11 +248,35 @@ def write_inputs(ctx: BenchContext, codec: AvroCodec) -> tuple[str, str, int]:
     return env_in, avro_in, unique
 
 
+def _write_envelopes(
+    ctx: BenchContext, codec: AvroCodec, envelopes: list[Envelope], hint: str
+) -> str:
+    """``envelopes`` written to a new topic of ``PARTITIONS`` partitions; its name."""
+    topic = ctx.topic(hint, partitions=PARTITIONS)
+    produce_values(
+        ctx.bootstrap, topic, (((e.key or "").encode(), *codec.encode(e)) for e in envelopes)
+    )
+    return topic
+
+
+def _settled_input(
+    ctx: BenchContext, codec: AvroCodec, env_in: str, unique: int
+) -> tuple[str, int, int]:
+    """The envelope input of the ``--instances`` row: the section's when it holds
+    ``SETTLED_RECORDS`` orders or more, else ``SETTLED_RECORDS`` orders written to a new
+    topic. Returns the topic, its orders and how many distinct ones."""
+    if ctx.records >= SETTLED_RECORDS:
+        return env_in, ctx.records, unique
+    envelopes, distinct = job_input(SETTLED_RECORDS)
+    return _write_envelopes(ctx, codec, envelopes, "throughput-settle"), len(envelopes), distinct
+
+
 def run(ctx: BenchContext) -> list[Row]:
     n = ctx.records
     codec = AvroCodec(default_catalog())
     latency = _latency(ctx, codec)
     env_in, avro_in, unique = write_inputs(ctx, codec)
+    many_in, many_n, many_unique = _settled_input(ctx, codec, env_in, unique)
     with tempfile.TemporaryDirectory(prefix="streams-bench-throughput-") as state_dir:
         state = ("--state-dir", state_dir)
         # Rates count every input record (duplicates too) over the time to the last output.
@@ -245,15 +285,33 @@ def run(ctx: BenchContext) -> list[Row]:
             "copy": lambda: relay_rate(ctx, bare_relay, env_in, "throughput-copy"),
             "reference": lambda: reference_rate(ctx, avro_in, unique),
             "wire": lambda: relay_rate(ctx, _wire_work, env_in, "throughput-wire", unique),
-            "alos": lambda: instance_rate(ctx, ENRICH, env_in, unique, *state),
+            # Both windows in one run: from the first output (the row against the
+            # reference), and from the group settled (the row against --instances N).
+            "alos": lambda: instance_rate(ctx, ENRICH, env_in, unique, *state, members=1),
             "eos": lambda: instance_rate(
                 ctx, ENRICH, env_in, unique, *state, "--guarantee", "exactly_once"
             ),
             "mirror": lambda: instance_rate(ctx, MIRROR, env_in, n),
             "instances": lambda: instance_rate(
-                ctx, ENRICH, env_in, unique, *state, "--instances", str(INSTANCES)
+                ctx,
+                ENRICH,
+                many_in,
+                many_unique,
+                *state,
+                "--instances",
+                str(INSTANCES),
+                inputs=many_n,
+                members=INSTANCES,
             ),
         }
+        if many_in != env_in:  # one instance on the --instances row's own input
+            runs = {
+                **{key: run for key, run in runs.items() if key != "instances"},
+                "settled": lambda: instance_rate(
+                    ctx, ENRICH, many_in, many_unique, *state, inputs=many_n, members=1
+                ),
+                "instances": runs["instances"],
+            }
         rounds = 1 if ctx.quick else ROUNDS
         measured = alternate(rounds, runs)
     top = best(measured)
@@ -310,7 +368,7 @@ def run(ctx: BenchContext) -> list[Row]:
             target=0.8,
             note=f"vs the wire-work loop; {spread(rates['mirror'])}",
         ),
-        _instances_row(ctx, measured),
+        _instances_row(ctx, measured, many_n),
         Row(SECTION, "peak RSS of the enrich instance", rss, "MB", note="target < 200 MB"),
         *_cpu_rows(measured),
     ]
@@ -337,18 +395,40 @@ def _cpu_rows(measured: Mapping[str, Sequence[Measured]]) -> list[Row]:
     ]
 
 
-def _instances_row(ctx: BenchContext, measured: Mapping[str, Sequence[Measured]]) -> Row:
-    """``--instances N`` against one instance, and the cores each kept busy with the broker
-    in its kept run: when N instances do not reach 1.3 times one on two cores, the note
-    shows whether the machine was saturated (instances + broker near 2 cores)."""
-    top = best(measured)
-    many, one = top["instances"], top["alos"]
+def _instances_row(
+    ctx: BenchContext, measured: Mapping[str, Sequence[Measured]], orders: int
+) -> Row:
+    """``--instances N`` against one instance, both over the window from the moment their
+    group settled (``watch``), on ``orders`` orders (``SETTLED_RECORDS`` at least): N
+    instances started at once first rebalance as each joins (the first takes every
+    partition, a cooperative rebalance then moves some to the next), 3-5 s of an 8 s run
+    at 300k orders, so a window from the first output measured start-up, not scaling.
+    One instance is the at-least-once run's settled window (the same run gives the
+    at-least-once row its window from the first output), or the "settled" run on the
+    row's own input when the section's is smaller than ``SETTLED_RECORDS``. The note
+    gives the seconds each group took to settle from the start, each settled window's
+    length (whether ``SETTLED_RECORDS`` leaves a long enough one), and the cores each
+    kept busy with the broker in its kept run's settled window: when N instances do not
+    reach 1.3 times one on two cores, it shows whether the machine was saturated
+    (instances + broker near 2 cores)."""
+
+    def settled(key: str) -> list[Measured]:
+        return [m.settled for m in measured[key] if m.settled is not None]
+
+    single = "settled" if "settled" in measured else "alos"
+    many, one = max(settled("instances")), max(settled(single))
 
     def cores(m: Measured) -> str:
         if not ctx.broker_pid:  # not started by the bench: its CPU is not known here
             return f"{m.cores:.2f} cores, the broker's not measured"
         both = m.cores + m.broker_cores
         return f"{m.cores:.2f} cores + broker {m.broker_cores:.2f} = {both:.2f} of {os.cpu_count()}"
+
+    def settling(key: str) -> str:
+        return spread([m.settling for m in measured[key]], "s")
+
+    def window(key: str) -> str:
+        return spread([m.seconds for m in settled(key)], "s")
 
     return Row(
         SECTION,
@@ -358,9 +438,14 @@ def _instances_row(ctx: BenchContext, measured: Mapping[str, Sequence[Measured]]
         baseline=one.rate,
         target=1.3,
         note=(
-            f"vs 1 instance, at-least-once; target 1.3 on two cores; cores used: {INSTANCES} "
-            f"instances {cores(many)} (1 instance {cores(one)}); {many.cpu_us:.1f} µs CPU per "
-            "record; "
-            f"{spread([m.rate for m in measured['instances']])}"
+            f"vs 1 instance, at-least-once, {orders:,} orders, both from the moment the "
+            f"group settled; target 1.3 on two cores; settled after: {INSTANCES} instances "
+            f"{settling('instances')}, 1 instance {settling(single)}; settled windows: "
+            f"{INSTANCES} instances {window('instances')}, 1 instance {window(single)}; "
+            "cores used: "
+            f"{INSTANCES} instances {cores(many)} (1 instance {cores(one)}); "
+            f"{many.cpu_us:.1f} µs CPU per record; {INSTANCES} instances "
+            f"{spread([m.rate for m in settled('instances')])}, 1 instance "
+            f"{spread([m.rate for m in settled(single)])}"
         ),
     )
