@@ -74,9 +74,9 @@ class Chain:
     commit: Commit
     concurrently: Concurrently | None = None
 
-    def caught_up(self) -> None:
-        """The consumer has no record at hand (``Commit.caught_up``)."""
-        self.commit.caught_up()
+    def idle(self) -> None:
+        """The consumer has no record at hand (``Commit.idle``)."""
+        self.commit.idle()
 
     def poll_timeout(self, ceiling: float) -> float:
         """How long the loop may wait for records: ``ceiling``, or less if a held retry
@@ -151,7 +151,11 @@ def build_chain(
             topology, codec, state, clock, step_timer, awaiter=awaiter, tracing=traced
         )
     commit = Commit(
-        committer, commit_interval_s, positions=concurrently is None, idle_s=commit_idle_s
+        committer,
+        commit_interval_s,
+        positions=concurrently is None,
+        idle_s=commit_idle_s,
+        at_end=partitions.at_end,
     )
     step: Step = commit
     if attempt.plan.timers:

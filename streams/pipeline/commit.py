@@ -14,11 +14,14 @@ may block on the broker. ``BrokerUnavailable`` from any of them starts recovery,
 ends with ``recover()``. A ``CommitterWrapper`` adds to the committer it wraps, its
 ``inner`` (metrics time the commits; concurrency lets the records in flight finish first).
 
-With ``idle_s`` (the runtime sets it under exactly-once), ``Commit.caught_up`` commits
-early when the consumer has nothing at hand and that long has passed since the last commit:
-a transaction's outputs are readable only once it commits, so a backlog keeps commits a
-full interval apart (few, large transactions) while an instance that has caught up makes
-its last records readable at once, not up to an interval later.
+With ``idle_s`` (the runtime sets it under exactly-once), ``Commit.idle`` commits early
+when the consumer has nothing at hand, every partition is read to its end (``at_end``) and
+that long has passed since the last commit: a transaction's outputs are readable only once
+it commits, so a backlog keeps commits a full interval apart (few, large transactions)
+while an instance that has caught up makes its last records readable at once, not up to an
+interval later. Nothing at hand alone is not caught up: in a backlog the prefetch runs dry
+for a few ms at a time, and committing then made transactions ten times as many (exactly-
+once fell to 0.89 of at-least-once).
 """
 
 from __future__ import annotations
@@ -128,7 +131,7 @@ class Commit:
     False: records in flight at once finish out of order, and the concurrency step moves
     positions over what finished in order); commits on schedule."""
 
-    __slots__ = ("_clock", "_committer", "_idle", "_interval", "_last", "submit")
+    __slots__ = ("_at_end", "_clock", "_committer", "_idle", "_interval", "_last", "submit")
 
     def __init__(
         self,
@@ -138,10 +141,12 @@ class Commit:
         *,
         positions: bool = True,
         idle_s: float | None = None,
+        at_end: Callable[[], bool] = lambda: True,
     ) -> None:
         self._committer = committer
         self._interval = interval_s
         self._idle = idle_s
+        self._at_end = at_end
         self._clock = clock
         self._last = clock()
         self.submit: Callable[[Record], None] = _move_position if positions else _leave_position
@@ -154,13 +159,14 @@ class Commit:
         else:
             self._committer.send_ahead()
 
-    def caught_up(self) -> None:
+    def idle(self) -> None:
         """The consumer has no record at hand: commit now if ``idle_s`` has passed since
-        the last commit (see the module docstring); without ``idle_s``, nothing."""
+        the last commit and every partition is read to its end (see the module docstring);
+        without ``idle_s``, nothing."""
         idle = self._idle
         if idle is not None:
             now = self._clock()
-            if now - self._last >= idle:
+            if now - self._last >= idle and self._at_end():
                 self._committer.commit()
                 self._last = now
 

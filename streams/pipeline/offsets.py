@@ -175,6 +175,19 @@ class Partitions:
     def values(self) -> list[PartitionOffsets]:
         return list(self._map.values())
 
+    def at_end(self) -> bool:
+        """Whether every partition is read to its end as last fetched (no request made):
+        the instance has caught up. One offset short counts as the end (a transaction's
+        marker after its last record). An end not fetched yet is not the end; a partition
+        with nothing read or committed is read from its start."""
+        ends = self._consumer.get_watermark_offsets
+        for (topic, partition), po in self._map.items():
+            low, high = ends(TopicPartition(topic, partition), cached=True)
+            done = po.position if po.position is not None else po.committed
+            if high < 0 or high - (low if done is None else done) > 1:
+                return False
+        return True
+
     def of(self, keys: Iterable[TP]) -> list[PartitionOffsets]:
         """The assigned ones among ``keys``."""
         return [po for k in keys if (po := self._map.get(k)) is not None]

@@ -61,9 +61,10 @@ class RuntimeConfig:
     buffered_per_partition: int = 1_000
     # Exactly-once: how long an open transaction of a dead instance blocks readers at most.
     transaction_timeout_ms: int = 10_000
-    # Exactly-once: once the consumer has nothing at hand, commit if this long has passed
-    # since the last commit rather than at the interval (outputs are readable only when
-    # their transaction commits; ``streams.pipeline.commit``). None: only at the interval.
+    # Exactly-once: once the instance has caught up (nothing at hand, every partition read
+    # to its end), commit if this long has passed since the last commit rather than at the
+    # interval (outputs are readable only when their transaction commits;
+    # ``streams.pipeline.commit``). None: only at the interval.
     commit_idle_s: float | None = 0.1
     # Replicas of every topic the instance creates (outputs, retry tiers, DLQs, changelogs,
     # repartition topics); -1: the cluster's default.replication.factor (Kafka Streams'

@@ -298,12 +298,12 @@ class Runtime:
         """What is already fetched, up to ``batch_size``; when nothing is, wait up to
         ``wait`` for one record (``consume`` alone would wait for a full batch or the
         timeout, which adds the timeout to every record's latency at low rates). Before
-        that wait the chain hears it has caught up (exactly-once commits early)."""
+        that wait the chain hears it is idle (exactly-once commits early once caught up)."""
         consumer, n = self._consumer, self.config.batch_size
         batch: list[Any] = consumer.consume(n, timeout=0)
         if batch:
             return batch
-        self._chain.caught_up()
+        self._chain.idle()
         first = consumer.poll(self._chain.poll_timeout(wait))
         if first is None:
             return []

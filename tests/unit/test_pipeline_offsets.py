@@ -42,23 +42,48 @@ def test_the_commit_step_commits_on_schedule_and_sends_ahead_on_the_polls_betwee
     assert committer.calls == ["send_ahead", "send_ahead", "commit", "send_ahead"]
 
 
-def test_a_caught_up_consumer_commits_early_only_with_an_idle_interval() -> None:
-    now = [0.0]
+def test_an_idle_consumer_commits_early_only_caught_up_and_with_an_idle_interval() -> None:
+    now, at_end = [0.0], [True]
     committer = Calls()
-    eager = Commit(committer, interval_s=1.0, clock=lambda: now[0], idle_s=0.1)  # type: ignore[arg-type]
-    eager.caught_up()  # nothing has passed since the last commit
-    now[0] = 0.1
-    eager.caught_up()  # caught up and 0.1 s since: commits, long before the interval
+    eager = Commit(  # type: ignore[arg-type]
+        committer, interval_s=1.0, clock=lambda: now[0], idle_s=0.1, at_end=lambda: at_end[0]
+    )
+    eager.idle()  # nothing has passed since the last commit
+    now[0], at_end[0] = 0.1, False
+    eager.idle()  # the prefetch ran dry in a backlog: not caught up
+    at_end[0] = True
+    eager.idle()  # caught up and 0.1 s since: commits, long before the interval
     now[0] = 0.15
-    eager.caught_up()
+    eager.idle()
     eager.poll()  # the interval now counts from the early commit
     now[0] = 1.05
     eager.poll()
     assert committer.calls == ["commit", "send_ahead", "send_ahead"]
     patient = Commit(Calls(), interval_s=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
     now[0] = 5.0
-    patient.caught_up()
+    patient.idle()
     assert patient._committer.calls == []  # type: ignore[attr-defined]
+
+
+def test_a_partition_is_at_its_end_once_read_to_its_last_fetched_offset() -> None:
+    cluster = MemoryCluster()
+    cluster.create_topic("t", 3)
+    producer = cluster.producer({})
+    for partition in (0, 1):
+        for _ in range(3):
+            producer.produce("t", b"v", partition=partition)
+    consumer = cluster.consumer({"group.id": "g"})
+    partitions = Partitions(consumer, auto_offset_reset="earliest", timeout=1)
+    partitions.assign([("t", 0), ("t", 1), ("t", 2)])  # partition 2 never written
+    first, second = partitions.get(("t", 0)), partitions.get(("t", 1))
+    assert first is not None and second is not None
+    assert not partitions.at_end()  # nothing read yet
+    first.position = second.position = 3
+    assert partitions.at_end()
+    second.position = 2  # one short: a transaction marker may close the partition
+    assert partitions.at_end()
+    second.position = 1
+    assert not partitions.at_end()
 
 
 def record(offset: int, offsets: PartitionOffsets | None) -> Record:
