@@ -7,14 +7,17 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from streams.config import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT
+from streams.config import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT, client_settings
 from streams.errors import StreamsError
+
+if TYPE_CHECKING:
+    from streams.cluster import Cluster
 
 # One meaning per short option in every command, kcat's or Kafka's tools' where they have
 # one (-t topic, -c count, -f format): an option gets its short name only from this table,
@@ -115,6 +118,16 @@ def replication_option(help: str) -> Any:
     """``--replication-factor N`` (``-r``): -1, the default, is the cluster's
     ``default.replication.factor``; 0 and other negatives are refused."""
     return option(-1, "--replication-factor", metavar="N", callback=_replicas, help=help)
+
+
+def command_cluster(
+    bootstrap: str, timeout: float, config_file: Path | None, client: list[str]
+) -> Cluster:
+    """The door a command talks to the cluster through, from its common options
+    (``--bootstrap``, ``--timeout``, ``--config``, ``-X``)."""
+    from streams.cluster import Cluster  # on use: ``streams --help`` loads no cluster code
+
+    return Cluster(bootstrap, timeout, client_settings(config_file, client))
 
 
 def print_json(payload: Any) -> None:

@@ -22,6 +22,7 @@ from streams.cli._common import (
     SchemasOpt,
     SettingOpt,
     TimeoutOpt,
+    command_cluster,
     console,
     err_console,
     fail,
@@ -30,7 +31,6 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.cli.replay import ABSOLUTE_POSITIONS_HELP
-from streams.config import client_settings
 
 if TYPE_CHECKING:
     from confluent_kafka import Message
@@ -124,7 +124,6 @@ def consume_command(  # noqa: PLR0917 - a command's options
     as text when UTF-8, else base64 (key_base64, value_base64), with the reason under
     "error"; reading goes on. No consumer group is joined and nothing is committed.
     """
-    from streams.cluster import Cluster
     from streams.replay import (
         PositionError,
         RecordFilter,
@@ -149,7 +148,7 @@ def consume_command(  # noqa: PLR0917 - a command's options
         tail=tail,
     )
     show = _viewer(fmt, schemas, headers, types)
-    cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
+    cluster = command_cluster(bootstrap, timeout, config_file, client)
     try:
         batches = read_batches(cluster, request, on_wait=_note)
         if fmt is Format.table:

@@ -19,26 +19,20 @@ from streams.cli._common import (
     JsonOpt,
     SettingOpt,
     TimeoutOpt,
+    command_cluster,
     console,
     execute_option,
     print_json,
 )
 from streams.cli._tables import Records
-from streams.config import client_settings
 
 if TYPE_CHECKING:
-    from streams.cluster import Cluster, GroupInfo
+    from streams.cluster import GroupInfo
 
 app = typer.Typer(help="List, describe and delete consumer groups.", no_args_is_help=True)
 
 
 GroupsArg = typer.Argument(..., metavar="GROUP...", help="The groups to delete.")
-
-
-def _cluster(bootstrap: str, timeout: float, config_file: Path | None, x: list[str]) -> Cluster:
-    from streams.cluster import Cluster
-
-    return Cluster(bootstrap, timeout, client_settings(config_file, x))
 
 
 def _info_dict(info: GroupInfo) -> dict[str, Any]:
@@ -67,7 +61,7 @@ def list_command(
     as_json: bool = JsonOpt,
 ) -> None:
     """Every consumer group with its state and number of members."""
-    cluster = _cluster(bootstrap, timeout, config_file, client)
+    cluster = command_cluster(bootstrap, timeout, config_file, client)
     infos = [cluster.describe_group(g) for g in cluster.groups()]
     if as_json:
         print_json([{"group": i.group, "state": i.state, "members": len(i.members)}
@@ -97,7 +91,7 @@ def describe_command(  # noqa: PLR0917 - a command's options
     from streams.cluster import ClusterError
     from streams.replay.lag import lag
 
-    cluster = _cluster(bootstrap, timeout, config_file, client)
+    cluster = command_cluster(bootstrap, timeout, config_file, client)
     info = cluster.describe_group(group)
     if not info.exists:
         raise ClusterError(f"no consumer group {group!r}")
@@ -139,7 +133,7 @@ def delete_command(  # noqa: PLR0917 - a command's options
     """
     from streams.cluster.groups import check_deletable
 
-    cluster = _cluster(bootstrap, timeout, config_file, client)
+    cluster = command_cluster(bootstrap, timeout, config_file, client)
     names = check_deletable(cluster, groups)  # refused in a dry run too
     if execute:
         cluster.delete_groups(names)

@@ -23,6 +23,7 @@ from streams.cli._common import (
     JsonOpt,
     SettingOpt,
     TimeoutOpt,
+    command_cluster,
     console,
     err_console,
     human_duration,
@@ -30,7 +31,6 @@ from streams.cli._common import (
     print_json,
 )
 from streams.cli._tables import Records
-from streams.config import client_settings
 
 if TYPE_CHECKING:
     from streams.replay.lag import TopicLag
@@ -90,10 +90,9 @@ def lag_command(  # noqa: PLR0917 - a command's options
     """Lag per consumer group and topic (all groups unless --group)."""
     from rich.live import Live
 
-    from streams.cluster import Cluster
     from streams.replay.lag import lag, over_threshold
 
-    cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
+    cluster = command_cluster(bootstrap, timeout, config_file, client)
     if watch and console.is_terminal and not as_json:
         with Live(_table(lag(cluster, groups), threshold), console=console) as live:
             try:

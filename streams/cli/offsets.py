@@ -18,6 +18,7 @@ from streams.cli._common import (
     JsonOpt,
     SettingOpt,
     TimeoutOpt,
+    command_cluster,
     console,
     execute_option,
     option,
@@ -26,7 +27,6 @@ from streams.cli._common import (
 )
 from streams.cli._tables import Records
 from streams.cli.replay import POSITIONS_HELP
-from streams.config import client_settings
 
 if TYPE_CHECKING:
     from streams.replay import ResetPlan
@@ -62,13 +62,10 @@ def show(  # noqa: PLR0917 - a command's options
 ) -> None:
     """Committed offset, log end offset and lag per partition, and the group's members."""
 
-    from streams.cluster import Cluster
     from streams.replay import group_offsets
     from streams.replay.internal import serves_label
 
-    offsets = group_offsets(
-        Cluster(bootstrap, timeout, client_settings(config_file, client)), group
-    )
+    offsets = group_offsets(command_cluster(bootstrap, timeout, config_file, client), group)
     if as_json:
         print_json(offsets.as_dict())
         return
@@ -127,7 +124,6 @@ def reset(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Plan (and with --execute, apply) new committed offsets for a stopped group."""
-    from streams.cluster import Cluster
     from streams.replay import (
         execute_reset,
         parse_position_spec,
@@ -142,7 +138,7 @@ def reset(  # noqa: PLR0917 - a command's options
     if position is not None and to is not None:
         raise ReplayError("give the position once: as an argument or with --to")
     position = position if position is not None else to
-    cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
+    cluster = command_cluster(bootstrap, timeout, config_file, client)
     if from_file is not None:
         if position is not None or topics:
             raise ReplayError("--from-file takes the topics and offsets from the file alone")

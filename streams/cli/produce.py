@@ -25,12 +25,12 @@ from streams.cli._common import (
     SchemasOpt,
     SettingOpt,
     TimeoutOpt,
+    command_cluster,
     console,
     option,
     print_json,
     use_schemas,
 )
-from streams.config import client_settings
 from streams.tools import DEFAULT_SOURCE
 
 if TYPE_CHECKING:
@@ -132,7 +132,6 @@ def produce_command(  # noqa: PLR0917 - a command's options
     were already written. Success is reported once the broker acknowledged every record.
     With --raw, each line is written as it is instead (blank lines are skipped).
     """
-    from streams.cluster import Cluster
     from streams.config import key_value_pairs
     from streams.tools.produce import (
         ProduceInputError,
@@ -167,7 +166,7 @@ def produce_command(  # noqa: PLR0917 - a command's options
                     shown = replace(record, headers=[*record.headers, *headers]).as_dict()
                     sys.stdout.write(json.dumps(shown, ensure_ascii=False) + "\n")
                 return
-            cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
+            cluster = command_cluster(bootstrap, timeout, config_file, client)
             result = produce_records(cluster, topic, records, headers=headers, rate=per_second)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None

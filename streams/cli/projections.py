@@ -21,6 +21,7 @@ from streams.cli._common import (
     SchemasOpt,
     SettingOpt,
     TimeoutOpt,
+    command_cluster,
     console,
     execute_option,
     option,
@@ -58,10 +59,9 @@ def show(  # noqa: PLR0917 - a command's options
     as_json: bool = JsonOpt,
 ) -> None:
     """Print the app id serving projection NAME now."""
-    from streams.cluster import Cluster
     from streams.patterns.projections import current_app
 
-    cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
+    cluster = command_cluster(bootstrap, timeout, config_file, client)
     serving = current_app(cluster, name)
     if as_json:
         print_json({"projection": name, "app_id": serving})

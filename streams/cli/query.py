@@ -21,10 +21,10 @@ from streams.cli._common import (
     JsonOpt,
     SettingOpt,
     TimeoutOpt,
+    command_cluster,
     fail,
     print_json,
 )
-from streams.config import client_settings
 from streams.timespec import TimeSpecError, parse_instant_or_ago
 
 
@@ -69,11 +69,10 @@ def query_command(  # noqa: PLR0917 - a command's options
     """Print the value of KEY in TABLE of the running app APP, asked of the instance that
     owns the key (a windowed table: its windows, a line each); exit 1 when the key has
     none."""
-    from streams.cluster import Cluster
     from streams.patterns.projections import current_app
     from streams.patterns.queries import query
 
-    cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
+    cluster = command_cluster(bootstrap, timeout, config_file, client)
     app_id = current_app(cluster, app)
     bounds = {"start_from": start_from, "start_to": start_to}
     value = query(cluster, app_id, table, key, timeout=timeout, **bounds)

@@ -21,6 +21,7 @@ from streams.cli._common import (
     SchemasOpt,
     SettingOpt,
     TimeoutOpt,
+    command_cluster,
     console,
     execute_option,
     option,
@@ -30,7 +31,6 @@ from streams.cli._common import (
 )
 from streams.cli._tables import Records
 from streams.cli.describe import parse_params
-from streams.config import client_settings
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -192,7 +192,6 @@ def replay_command(  # noqa: PLR0917 - a command's options
     Every copy carries a streams.replay.of=<topic>/<partition>/<offset> header. Success is
     reported only after the target acknowledged every copy.
     """
-    from streams.cluster import Cluster
     from streams.replay import (
         RecordFilter,
         parse_position_spec,
@@ -214,7 +213,7 @@ def replay_command(  # noqa: PLR0917 - a command's options
     if through is not None:
         use_schemas(schemas)
     topology = _load_through(through, app_id, params) if through is not None else None
-    cluster = Cluster(bootstrap, timeout, client_settings(config_file, client))
+    cluster = command_cluster(bootstrap, timeout, config_file, client)
     plan = plan_replay(
         cluster,
         parse_flag("SOURCE", parse_topic_selection, source),

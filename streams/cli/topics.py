@@ -17,6 +17,7 @@ from streams.cli._common import (
     JsonOpt,
     SettingOpt,
     TimeoutOpt,
+    command_cluster,
     console,
     execute_option,
     option,
@@ -24,10 +25,9 @@ from streams.cli._common import (
     replication_option,
 )
 from streams.cli._tables import Records
-from streams.config import client_settings
 
 if TYPE_CHECKING:
-    from streams.cluster import Cluster
+    pass
 
 
 app = typer.Typer(
@@ -45,12 +45,6 @@ TopicConfigOpt = typer.Option(
 )
 
 
-def _cluster(bootstrap: str, timeout: float, config_file: Path | None, x: list[str]) -> Cluster:
-    from streams.cluster import Cluster
-
-    return Cluster(bootstrap, timeout, client_settings(config_file, x))
-
-
 @app.command("list")
 def list_command(  # noqa: PLR0917 - a command's options
     include_internal: bool = typer.Option(
@@ -66,7 +60,7 @@ def list_command(  # noqa: PLR0917 - a command's options
     from streams.tools import topics as tools
 
     rows = tools.list_topics(
-        _cluster(bootstrap, timeout, config_file, client), internal=include_internal
+        command_cluster(bootstrap, timeout, config_file, client), internal=include_internal
     )
     if as_json:
         print_json([r.as_dict() for r in rows])
@@ -95,7 +89,7 @@ def describe_command(  # noqa: PLR0917 - a command's options
     """
     from streams.tools import topics as tools
 
-    info = tools.describe_topic(_cluster(bootstrap, timeout, config_file, client), topic)
+    info = tools.describe_topic(command_cluster(bootstrap, timeout, config_file, client), topic)
     if as_json:
         print_json(info.as_dict())
         return
@@ -149,7 +143,7 @@ def create_command(  # noqa: PLR0917 - a command's options
     from streams.tools import topics as tools
 
     created = tools.create(
-        _cluster(bootstrap, timeout, config_file, client),
+        command_cluster(bootstrap, timeout, config_file, client),
         topic,
         partitions=partitions,
         replication_factor=replication_factor,
@@ -183,7 +177,7 @@ def delete_command(  # noqa: PLR0917 - a command's options
     """
     from streams.tools import topics as tools
 
-    cluster = _cluster(bootstrap, timeout, config_file, client)
+    cluster = command_cluster(bootstrap, timeout, config_file, client)
     if execute:
         deleted = tools.delete(cluster, topics, if_exists=if_exists)
     else:
