@@ -62,7 +62,6 @@ class OutputSink:
     def send(
         self,
         topic: str,
-        *,
         key: bytes | None,
         value: bytes | None,
         headers: Sequence[tuple[str, bytes | None]],
@@ -79,9 +78,11 @@ class OutputSink:
         on_delivery = self._on_delivery
         while True:
             try:
-                produce(
-                    topic, value, key, part, on_delivery=on_delivery, timestamp=ts, headers=hdrs
-                )
+                # Positional: confluent-kafka parses keyword arguments at about 0.5 µs a
+                # call (three headers: 0.85 µs a write, against 1.38 with keywords). The
+                # 5th and 6th are ``on_delivery`` and its alias ``callback``, in the C
+                # order (the type stubs swap them): both carry it, so either order holds.
+                produce(topic, value, key, part, on_delivery, on_delivery, ts, hdrs)
                 return
             except BufferError:  # local queue full: serve the producer to make room
                 self.producer.poll(0.05)
@@ -126,7 +127,7 @@ def send_outputs(sink: OutputSink, outputs: Sequence[Output], stats: Stats) -> N
     """Queue what a plan wrote (a record's outputs, a timer's), counted as produced."""
     send = sink.send
     for topic, key, value, headers in outputs:
-        send(topic, key=key, value=value, headers=headers)
+        send(topic, key, value, headers)
     stats.produced += len(outputs)
 
 

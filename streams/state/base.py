@@ -115,14 +115,15 @@ class ChangelogProducer(Protocol):
     mode the transactional producer whose open transaction then carries the changelog.
     """
 
-    def produce(
+    def produce(  # noqa: PLR0917 - confluent-kafka's positional order (see ``_send``)
         self,
         topic: str,
-        *,
         value: bytes | None = ...,
         key: bytes | None = ...,
         partition: int = ...,
         on_delivery: DeliveryCallback | None = ...,
+        callback: DeliveryCallback | None = ...,
+        timestamp: int = ...,
         headers: Any = ...,
     ) -> None: ...
 

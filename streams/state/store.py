@@ -280,14 +280,8 @@ class ChangelogPartition:
                 value, headers = entry.value, expiring
             while True:
                 try:
-                    produce(
-                        topic,
-                        value=value,
-                        key=key,
-                        partition=partition,
-                        on_delivery=delivery,
-                        headers=headers,
-                    )
+                    # positional, as ``OutputSink.send`` does (keywords cost 0.5 µs a call)
+                    produce(topic, value, key, partition, delivery, delivery, 0, headers)
                     break
                 except BufferError:  # local queue full: serve deliveries, then retry
                     producer.poll(0.1)
