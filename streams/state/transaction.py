@@ -41,6 +41,32 @@ def to_ms(seconds: float) -> int:
 _ABSENT = Entry(b"", -1)  # what a savepoint remembers for a key the updates did not hold
 
 
+def _expiry(ttl: float, now: float) -> int:
+    """When an entry written at ``now`` (seconds) with ``ttl`` expires, in epoch ms (at
+    least a millisecond later)."""
+    if ttl <= 0:
+        raise ValueError(f"ttl must be positive seconds, got {ttl!r}")
+    return to_ms(now) + max(to_ms(ttl), 1)
+
+
+def _new_entry(value: bytes, expires: int) -> Entry:
+    """``Entry(value, expires)``, the value's type checked; built by the tuple constructor
+    (a NamedTuple's own ``__new__`` is a Python function: a frame more per write)."""
+    if not isinstance(value, bytes):
+        raise TypeError(f"store values are bytes, got {type(value).__name__}")
+    return _tuple_new(Entry, (value, expires))
+
+
+_tuple_new = tuple.__new__
+
+
+def _frozen() -> StateError:
+    return StateError(
+        "the store partition was flushed and not yet applied: call apply() (after the "
+        "input offsets are committed) or abort() before writing again"
+    )
+
+
 class PartitionTransaction:
     """Implements :class:`streams.state.base.Transaction` over one partition's local storage."""
 
@@ -76,75 +102,58 @@ class PartitionTransaction:
         self.undo = None
 
     def _write(self, key: bytes, entry: Entry | None) -> None:
-        undo = self.undo
+        if self.frozen:
+            raise _frozen()
+        undo, updates = self.undo, self.updates
         if undo is not None and key not in undo:
-            undo[key] = self.updates.get(key, _ABSENT)
-        self.updates[key] = entry
+            undo[key] = updates.get(key, _ABSENT)
+        updates[key] = entry
         self.unsent[key] = None
 
-    def _now_ms(self, now: float | None) -> int:
-        return to_ms(self._clock() if now is None else now)
-
     def _entry(self, key: bytes) -> Entry | None:
-        updates = self.updates
-        if key in updates:
-            return updates[key]
-        return self._storage.get(key)
+        entry = self.updates.get(key, _ABSENT)
+        return self._storage.get(key) if entry is _ABSENT else entry
 
     def get(
         self, key: bytes | str, default: bytes | None = None, *, now: float | None = None
     ) -> bytes | None:
         """The live value of ``key`` (expired entries read as absent), else ``default``."""
         entry = self._entry(as_key(key))
-        if entry is None or not entry.live(self._now_ms(now)):
+        if entry is None or not entry.live(to_ms(self._clock() if now is None else now)):
             return default
         return entry.value
 
     def exists(self, key: bytes | str, *, now: float | None = None) -> bool:
         entry = self._entry(as_key(key))
-        return entry is not None and entry.live(self._now_ms(now))
+        return entry is not None and entry.live(to_ms(self._clock() if now is None else now))
 
     def set(
         self, key: bytes | str, value: bytes, *, ttl: float | None = None, now: float | None = None
     ) -> None:
         """Write ``value``; with ``ttl`` (seconds > 0) it expires ``ttl`` after ``now``."""
-        self._set(as_key(key), value, ttl, 0 if ttl is None else self._now_ms(now))
+        expires = NEVER if ttl is None else _expiry(ttl, self._clock() if now is None else now)
+        self._write(as_key(key), _new_entry(value, expires))
 
     def put_if_absent(
         self, key: bytes | str, value: bytes, *, ttl: float | None = None, now: float | None = None
     ) -> bool:
         """Write ``value`` (as ``set``) unless ``key`` holds a live entry; True when it wrote.
-        One read and one write for what ``exists`` then ``set`` do in two (dedup's path)."""
-        raw = as_key(key)
-        now_ms = self._now_ms(now)
-        entry = self._entry(raw)
-        if entry is not None and entry.live(now_ms):
+        One read and one write for what ``exists`` then ``set`` do in two (dedup's path,
+        once per record: hence no helper calls beyond the read and the write)."""
+        raw = key.encode() if isinstance(key, str) else key
+        if now is None:
+            now = self._clock()
+        entry = self.updates.get(raw, _ABSENT)
+        if entry is _ABSENT:
+            entry = self._storage.get(raw)
+        if entry is not None and entry.live(int(now * 1000)):
             return False
-        self._set(raw, value, ttl, now_ms)
+        expires = NEVER if ttl is None else _expiry(ttl, now)
+        self._write(raw, _new_entry(value, expires))
         return True
 
-    def _set(self, key: bytes, value: bytes, ttl: float | None, now_ms: int) -> None:
-        self._check_writable()
-        if not isinstance(value, bytes):
-            raise TypeError(f"store values are bytes, got {type(value).__name__}")
-        if ttl is None:
-            expires = NEVER
-        elif ttl <= 0:
-            raise ValueError(f"ttl must be positive seconds, got {ttl!r}")
-        else:
-            expires = now_ms + max(to_ms(ttl), 1)
-        self._write(key, Entry(value, expires))
-
     def delete(self, key: bytes | str) -> None:
-        self._check_writable()
         self._write(as_key(key), None)
-
-    def _check_writable(self) -> None:
-        if self.frozen:
-            raise StateError(
-                "the store partition was flushed and not yet applied: call apply() (after the "
-                "input offsets are committed) or abort() before writing again"
-            )
 
     def __len__(self) -> int:
         return len(self.updates)
