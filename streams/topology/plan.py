@@ -93,7 +93,7 @@ class Plan:
         """The catalog's payload codec, for stores of catalog-typed values (None: the
         default catalog's)."""
         self.current = Current()
-        self._emit = _sourced(emit, topology.app_id, self.current)
+        self._emit = emit
         self._stores = dict(stores or {})
         self.clock = clock
         """Seconds since the epoch for dedup windows (the executor's processing clock)."""
@@ -173,7 +173,7 @@ class Plan:
 
     def _sink(self, node: SinkNode) -> Run:
         topic = self.topology.topic(node.topic)
-        emit = _encoding(self._emit, node.name)
+        emit = self._writer(node.name)
         want_type, want_version, name = node.type, node.version, node.name
         any_type = want_type == ANY_TYPE  # a repartition topic's: written as it is
 
@@ -188,10 +188,13 @@ class Plan:
 
         return sink
 
+    def _writer(self, step: str) -> Emit:
+        return _writer(self._emit, self.topology.app_id, self.current, step)
+
     def replier(self, step: str) -> Run:
         """What sends a reply to the request being processed, for ``step``
         (``streams.topology.reply``)."""
-        return replier(self.current, _encoding(self._emit, step), step)
+        return replier(self.current, self._writer(step), step)
 
     @property
     def awaiter(self) -> Awaiter:
@@ -264,33 +267,26 @@ class Plan:
         return target
 
 
-def _sourced(emit: Emit, app_id: str, current: Current) -> Emit:
-    """``emit`` writing each event the topology made without a source of its own
-    (``Envelope.new``/``follow`` without ``source=``) with ``app_id`` as its source: the
-    producing service (docs/wire-format.md). An envelope with the id of the record being
-    processed is that event passed on, and keeps its source."""
+def _writer(emit: Emit, app_id: str, current: Current, step: str) -> Emit:
+    """``emit`` as ``step`` writes: each event the topology made without a source of its
+    own (``Envelope.new``/``follow`` without ``source=``) gets ``app_id`` as its source,
+    the producing service (docs/wire-format.md), while an envelope with the id of the
+    record being processed is that event passed on, and keeps its source; an envelope
+    that does not fit its schema fails ``step`` (``EncodeError``: the topology's policy
+    applies), any other error (a broken producer) passes unchanged. One function for
+    both: it runs for every output."""
 
-    def sourced(topic: str, env: Envelope) -> None:
+    def write(topic: str, env: Envelope) -> None:
         if env.source == DEFAULT_SOURCE:
             read = getattr(current.record, "envelope", None)  # None for a timer
             if read is None or read.id != env.id:
                 env = env.with_source(app_id)
-        emit(topic, env)
-
-    return sourced
-
-
-def _encoding(emit: Emit, step: str) -> Emit:
-    """``emit`` failing ``step`` when the envelope does not fit its schema (``EncodeError``:
-    the topology's policy applies); any other error (a broken producer) passes unchanged."""
-
-    def encoded(topic: str, env: Envelope) -> None:
         try:
             emit(topic, env)
         except EncodeError as exc:
             raise StepFailed(step, exc, None) from exc
 
-    return encoded
+    return write
 
 
 def _reply(plan: Plan, node: StepNode, _outs: dict[str, Run]) -> Run:
