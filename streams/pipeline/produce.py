@@ -65,6 +65,7 @@ class OutputSink:
         key: bytes | None,
         value: bytes | None,
         headers: Sequence[tuple[str, bytes | None]],
+        *,
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> None:
@@ -86,6 +87,16 @@ class OutputSink:
                 return
             except BufferError:  # local queue full: serve the producer to make room
                 self.producer.poll(0.05)
+
+    def send_all(self, outputs: Sequence[Output]) -> None:
+        """Queue what a plan wrote (a record's outputs, a timer's): as ``send``, each
+        partitioned by key and stamped now, in one call for all (this runs per record)."""
+        produce, on_delivery = self.producer.produce, self._on_delivery
+        for topic, key, value, headers in outputs:
+            try:
+                produce(topic, value, key, -1, on_delivery, on_delivery, 0, headers)  # as in send
+            except BufferError:  # local queue full: ``send`` serves the producer until room
+                self.send(topic, key, value, headers)
 
     def poll(self) -> None:
         """Serve the producer's events that are ready; never blocks."""
@@ -123,14 +134,6 @@ class OutputSink:
         self.fatal = False
 
 
-def send_outputs(sink: OutputSink, outputs: Sequence[Output], stats: Stats) -> None:
-    """Queue what a plan wrote (a record's outputs, a timer's), counted as produced."""
-    send = sink.send
-    for topic, key, value, headers in outputs:
-        send(topic, key, value, headers)
-    stats.produced += len(outputs)
-
-
 class Produce(Forward):
     """Sends each record's outputs, then hands the record on.
 
@@ -147,7 +150,8 @@ class Produce(Forward):
     def submit(self, record: Record) -> None:
         outputs = record.outputs
         if outputs:
-            send_outputs(self._sink, outputs, self._stats)
+            self._sink.send_all(outputs)
+            self._stats.produced += len(outputs)
         self.next.submit(record)
 
     def poll(self) -> None:

@@ -20,7 +20,7 @@ from streams.coordinates import TP
 from streams.envelope import Tombstone
 from streams.logs import Logger
 from streams.pipeline.execute import Attempt
-from streams.pipeline.produce import OutputSink, send_outputs
+from streams.pipeline.produce import OutputSink
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Forward, Step
@@ -102,7 +102,8 @@ class Timers(Forward):
         done = self._attempt.timer(timer, partition, now_ms)
         if isinstance(done, list):
             if done:
-                send_outputs(self._sink, done, self._stats)
+                self._sink.send_all(done)
+                self._stats.produced += len(done)
             return
         self._stats.timer_failures += 1
         error = done.error

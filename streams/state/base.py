@@ -121,8 +121,8 @@ class ChangelogProducer(Protocol):
         value: bytes | None = ...,
         key: bytes | None = ...,
         partition: int = ...,
+        callback: DeliveryCallback | None = ...,  # as the stubs order them (see ``_send``)
         on_delivery: DeliveryCallback | None = ...,
-        callback: DeliveryCallback | None = ...,
         timestamp: int = ...,
         headers: Any = ...,
     ) -> None: ...
