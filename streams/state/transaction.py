@@ -41,22 +41,8 @@ def to_ms(seconds: float) -> int:
 _ABSENT = Entry(b"", -1)  # what a savepoint remembers for a key the updates did not hold
 
 
-def _expiry(ttl: float, now: float) -> int:
-    """When an entry written at ``now`` (seconds) with ``ttl`` expires, in epoch ms (at
-    least a millisecond later)."""
-    if ttl <= 0:
-        raise ValueError(f"ttl must be positive seconds, got {ttl!r}")
-    return to_ms(now) + max(to_ms(ttl), 1)
-
-
-def _new_entry(value: bytes, expires: int) -> Entry:
-    """``Entry(value, expires)``, the value's type checked; built by the tuple constructor
-    (a NamedTuple's own ``__new__`` is a Python function: a frame more per write)."""
-    if not isinstance(value, bytes):
-        raise TypeError(f"store values are bytes, got {type(value).__name__}")
-    return _tuple_new(Entry, (value, expires))
-
-
+# Entries are built by the tuple constructor: a NamedTuple's own ``__new__`` is a Python
+# function, a frame more per write.
 _tuple_new = tuple.__new__
 
 
@@ -131,8 +117,7 @@ class PartitionTransaction:
         self, key: bytes | str, value: bytes, *, ttl: float | None = None, now: float | None = None
     ) -> None:
         """Write ``value``; with ``ttl`` (seconds > 0) it expires ``ttl`` after ``now``."""
-        expires = NEVER if ttl is None else _expiry(ttl, self._clock() if now is None else now)
-        self._write(as_key(key), _new_entry(value, expires))
+        self._put(as_key(key), value, ttl, self._clock() if now is None else now)
 
     def put_if_absent(
         self, key: bytes | str, value: bytes, *, ttl: float | None = None, now: float | None = None
@@ -148,9 +133,21 @@ class PartitionTransaction:
             entry = self._storage.get(raw)
         if entry is not None and entry.live(int(now * 1000)):
             return False
-        expires = NEVER if ttl is None else _expiry(ttl, now)
-        self._write(raw, _new_entry(value, expires))
+        self._put(raw, value, ttl, now)
         return True
+
+    def _put(self, key: bytes, value: bytes, ttl: float | None, now: float) -> None:
+        """Write ``value`` at ``key``, to expire ``ttl`` seconds after ``now`` (at least a
+        millisecond later; None: never)."""
+        if not isinstance(value, bytes):
+            raise TypeError(f"store values are bytes, got {type(value).__name__}")
+        if ttl is None:
+            expires = NEVER
+        elif ttl > 0:
+            expires = int(now * 1000) + (int(ttl * 1000) or 1)
+        else:
+            raise ValueError(f"ttl must be positive seconds, got {ttl!r}")
+        self._write(key, _tuple_new(Entry, (value, expires)))
 
     def delete(self, key: bytes | str) -> None:
         self._write(as_key(key), None)
