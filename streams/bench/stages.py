@@ -85,7 +85,7 @@ def profile(ctx: BenchContext, path: Path, source: str, count: int, state_dir: s
     for topic, entry in list(plan.entries.items()):
         plan.entries[topic] = timers.wrap("plan", entry)
     sink, committer = runtime._sink, runtime._committer
-    sink.send = timers.wrap("produce", sink.send)  # type: ignore[method-assign]
+    sink.send_all = timers.wrap("produce", sink.send_all)  # type: ignore[method-assign]
     committer.commit = timers.wrap("commit", committer.commit)  # type: ignore[method-assign]
     runtime._next_batch = timers.wrap("consume", runtime._next_batch)  # type: ignore[method-assign]
     turn = timers.wrap("turn", runtime.turn)
