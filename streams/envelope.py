@@ -106,13 +106,13 @@ class Envelope:
         Its ``source`` is the service that makes it, not this event's: ``source`` if given,
         else ``CURRENT_SOURCE`` (in a running topology, its app id). This event's source
         stays reachable through ``causation_id``."""
-        return envelope_from_fields(  # what new_id() and utc_now() return, without a frame each
+        return envelope_from_fields(
             type,
             data,
             version,
             self.key if key is None else key,
-            str(_uuid7()),
-            datetime.now(UTC),
+            new_id(),
+            utc_now(),
             CURRENT_SOURCE.get() if source is None else source,
             self.correlation_id or self.id,
             self.id,

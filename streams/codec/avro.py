@@ -135,7 +135,7 @@ class AvroCodec:
                     raise encode_error(env.type, env.version, info.schema, env.data, exc) from exc
                 # The envelope record by hand (same bytes as fastavro's writer).
                 value = envelope_value(env, data, info.type_version)
-            return value, [(h.ID, env.id.encode()), info.type, info.version]  # as _headers
+            return value, self._headers(env, info)
         except EncodeError:
             raise
         except Exception as exc:

@@ -123,15 +123,12 @@ class PartitionTransaction:
         self, key: bytes | str, value: bytes, *, ttl: float | None = None, now: float | None = None
     ) -> bool:
         """Write ``value`` (as ``set``) unless ``key`` holds a live entry; True when it wrote.
-        One read and one write for what ``exists`` then ``set`` do in two (dedup's path,
-        once per record: hence no helper calls beyond the read and the write)."""
-        raw = key.encode() if isinstance(key, str) else key
+        One read and one write for what ``exists`` then ``set`` do in two (dedup's path)."""
+        raw = as_key(key)
         if now is None:
             now = self._clock()
-        entry = self.updates.get(raw, _ABSENT)
-        if entry is _ABSENT:
-            entry = self._storage.get(raw)
-        if entry is not None and entry.live(int(now * 1000)):
+        entry = self._entry(raw)
+        if entry is not None and entry.live(to_ms(now)):
             return False
         self._put(raw, value, ttl, now)
         return True
@@ -144,7 +141,7 @@ class PartitionTransaction:
         if ttl is None:
             expires = NEVER
         elif ttl > 0:
-            expires = int(now * 1000) + (int(ttl * 1000) or 1)
+            expires = to_ms(now) + max(to_ms(ttl), 1)
         else:
             raise ValueError(f"ttl must be positive seconds, got {ttl!r}")
         self._write(key, _tuple_new(Entry, (value, expires)))
