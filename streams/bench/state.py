@@ -43,7 +43,7 @@ from streams.state import (
     StateManager,
     ensure_changelog_topic,
 )
-from streams.state.changelog import changelog_topic, record_headers, source_headers
+from streams.state.changelog import ChangelogRecord, changelog_topic
 from streams.state.restore import restore_consumer
 
 FULL_ENTRIES = 1_000_000
@@ -59,12 +59,11 @@ def _produce_entries(bootstrap: str, topic: str, first: int, count: int) -> None
     )
     expires = int(time.time() * 1000) + WEEK_MS
     for i in range(first, first + count):
-        headers = record_headers(source_headers(i + 1), expires)
+        key = f"{i:026d}".encode()
+        value, headers = ChangelogRecord(key, b"", expires, source_offset=i + 1).encode()
         while True:
             try:
-                producer.produce(
-                    topic, key=f"{i:026d}".encode(), value=b"", partition=0, headers=headers
-                )
+                producer.produce(topic, key=key, value=value, partition=0, headers=headers)
                 break
             except BufferError:
                 producer.poll(0.05)

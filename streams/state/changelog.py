@@ -4,23 +4,30 @@ Every write to a store partition is also a record in partition ``p`` of the comp
 ``<app>-<store>-changelog`` (``p`` is the input partition the store partition belongs to):
 
 * key: the store key (bytes, as stored);
-* value: the stored value, or null (a tombstone) for a delete or an expiry;
-* headers, all values ASCII/UTF-8:
-  ``streams.source.offset``: the input position whose processing made this write (the
-  input partition is the changelog's partition); restore skips records tagged past the
-  committed input offset, so the store is never ahead of the committed input;
-  ``streams.expires.ms``: present when the entry has a time to live: the epoch
-  milliseconds at which it expires.
-  ``streams.source.topic`` and ``streams.source.partition`` are read (the partition
-  checked against the changelog's), no longer written: every header costs about a
-  microsecond a record to produce, and these two only repeated what the topic says.
+* a put: no headers; the value is a fixed 18-byte prefix, then the stored value. The
+  prefix (``value_prefix``): ``VALUE_TAG`` (``ff 01``), the source offset (the input
+  position whose processing made this write; -1 for none) and the expiry (epoch
+  milliseconds, 0 for none), both signed 64-bit big-endian;
+* a delete or an expiry: a tombstone (null value, so compaction drops the key), with the
+  source offset in its one header, ``streams.source.offset`` (ASCII decimal).
 
-Records without source headers (written by another tool) are always applied.
+Restore skips records whose source offset is past the committed input offset, so the
+store is never ahead of the committed input. The tag is in the value rather than in
+headers because a header costs confluent-kafka about a microsecond a record to produce,
+a third of a produce call: one record per store write makes that a cost of every record
+the runtime processes.
+
+Records of earlier versions still restore: puts whose value is the stored value alone,
+with ``streams.source.offset`` and ``streams.expires.ms`` headers (and, before those,
+``streams.source.topic`` and ``streams.source.partition``; the partition checked against
+the changelog's). A put with neither the tag nor headers (written by another tool) is
+applied as it is.
 """
 
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -38,6 +45,11 @@ SOURCE_TOPIC = "streams.source.topic"
 SOURCE_PARTITION = "streams.source.partition"
 SOURCE_OFFSET = "streams.source.offset"
 EXPIRES_AT = "streams.expires.ms"
+
+VALUE_TAG = b"\xff\x01"
+"""How the value of a put starts (``value_prefix``): a marker, then the format's version."""
+_PREFIX = struct.Struct(">2sqq")  # the tag, the source offset (-1: none), the expiry
+PREFIX_SIZE = _PREFIX.size
 
 CHANGELOG_CONFIG = {"cleanup.policy": "compact"}
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -73,26 +85,24 @@ class ChangelogRecord:
         """What the record makes of its key in the store: an entry, or ``None`` (deleted)."""
         return None if self.value is None else Entry(self.value, self.expires_at_ms)
 
-    def headers(self) -> HeaderList:
-        """The record's headers (the source topic and partition only when it has them, as
-        records of earlier versions did)."""
-        headers: HeaderList = []
-        if self.source_topic is not None:
-            headers.append((SOURCE_TOPIC, self.source_topic.encode()))
-        if self.source_partition is not None:
-            headers.append((SOURCE_PARTITION, str(self.source_partition).encode()))
-        return record_headers([*headers, *source_headers(self.source_offset)], self.expires_at_ms)
+    def encode(self) -> tuple[bytes | None, HeaderList]:
+        """The record's value and headers as Streams writes them (see the module docstring;
+        the source topic and partition, read from records of earlier versions, are not
+        written)."""
+        if self.value is None:
+            return None, source_headers(self.source_offset)
+        return value_prefix(self.source_offset, self.expires_at_ms) + self.value, []
+
+
+def value_prefix(source_offset: int | None, expires_at_ms: int) -> bytes:
+    """What the value of a put starts with (see the module docstring): built once for the
+    records of a flush that expire in the same millisecond."""
+    return _PREFIX.pack(VALUE_TAG, -1 if source_offset is None else source_offset, expires_at_ms)
 
 
 def source_headers(offset: int | None) -> HeaderList:
-    """The headers shared by every record of one flush (built once per flush)."""
+    """A tombstone's headers (built once per flush)."""
     return [] if offset is None else [(SOURCE_OFFSET, str(offset).encode())]
-
-
-def record_headers(shared: HeaderList, expires_at_ms: int) -> HeaderList:
-    if expires_at_ms == NEVER:
-        return shared
-    return [*shared, (EXPIRES_AT, str(expires_at_ms).encode())]
 
 
 def _int_header(name: str, raw: str | bytes | None) -> int:
@@ -114,10 +124,13 @@ def decode_record(
     """Decode one record read from ``topic[partition]@offset``.
 
     Raises :class:`CorruptChangelogError` (naming the offset) for a record that cannot be
-    applied: no key, a malformed header, or a tag for another input partition.
+    applied: no key, a malformed header or value prefix, or a tag for another input
+    partition.
     """
     if key is None:
         raise CorruptChangelogError(topic, partition, offset, "the record has no key")
+    if not headers and value is not None and value[:2] == VALUE_TAG:
+        return _tagged(key, value, topic, partition, offset)
     expires_at_ms = NEVER
     src_topic: str | None = None
     src_partition: int | None = None
@@ -146,6 +159,19 @@ def decode_record(
             f"belongs to input partition {partition}",
         )
     return ChangelogRecord(key, value, expires_at_ms, src_topic, src_partition, src_offset)
+
+
+def _tagged(key: bytes, value: bytes, topic: str, partition: int, offset: int) -> ChangelogRecord:
+    """A put written with its prefix (``value_prefix``)."""
+    if len(value) < PREFIX_SIZE:
+        reason = f"the value is {len(value)} bytes, shorter than its {PREFIX_SIZE}-byte prefix"
+        raise CorruptChangelogError(topic, partition, offset, reason)
+    _tag, source_offset, expires_at_ms = _PREFIX.unpack_from(value)
+    if expires_at_ms < 0 or source_offset < -1:
+        reason = f"the value's prefix holds a negative expiry or offset ({value[:PREFIX_SIZE]!r})"
+        raise CorruptChangelogError(topic, partition, offset, reason)
+    source = None if source_offset == -1 else source_offset
+    return ChangelogRecord(key, value[PREFIX_SIZE:], expires_at_ms, None, None, source)
 
 
 def ensure_changelog_topic(

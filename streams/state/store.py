@@ -58,12 +58,12 @@ from typing import Any, NamedTuple
 from streams.client_errors import transient
 from streams.cluster import Topics
 from streams.logs import get_logger
-from streams.state.base import NEVER, Backend, ChangelogProducer, Entry, LocalStorage
+from streams.state.base import Backend, ChangelogProducer, Entry, LocalStorage
 from streams.state.changelog import (
     changelog_topic,
     ensure_changelog_topic,
-    record_headers,
     source_headers,
+    value_prefix,
 )
 from streams.state.checkpoint_file import (
     Checkpoint,
@@ -261,10 +261,11 @@ class ChangelogPartition:
         tx.unsent = {}
         topic = self.store.changelog_topic
         partition = self.partition
-        shared = source_headers(source_offset)
+        tombstone = source_headers(source_offset)
         # Entries written in the same millisecond with one time to live (dedup's) expire
-        # together: their headers are built once.
-        expiry, expiring = NEVER, shared
+        # together: their prefix is built once.
+        expiry: int | None = None
+        prefix = b""
         produce = producer.produce
         sent = 0
         for key in keys:
@@ -272,12 +273,12 @@ class ChangelogPartition:
                 continue
             entry = updates[key]
             if entry is None:
-                value, headers = None, shared
+                value, headers = None, tombstone
             else:
                 if entry.expires_at_ms != expiry:
                     expiry = entry.expires_at_ms
-                    expiring = record_headers(shared, expiry)
-                value, headers = entry.value, expiring
+                    prefix = value_prefix(source_offset, expiry)
+                value, headers = prefix + entry.value, None  # tagged in the value
             while True:
                 try:
                     # positional, as ``OutputSink.send`` does (keywords cost 0.5 µs a call)

@@ -18,7 +18,7 @@ from streams.state import (
     RocksDBBackend,
     ensure_changelog_topic,
 )
-from streams.state.changelog import EXPIRES_AT, SOURCE_OFFSET, SOURCE_PARTITION
+from streams.state.changelog import EXPIRES_AT, SOURCE_OFFSET, SOURCE_PARTITION, VALUE_TAG
 
 
 def cleanup_policy(admin: AdminClient, topic: str) -> str:
@@ -56,9 +56,10 @@ def test_a_changelog_without_compaction_is_refused(kafka_admin: AdminClient, app
 @pytest.mark.parametrize(
     "case",
     [
-        ([(SOURCE_OFFSET, b"not-a-number")], "streams.source.offset"),
-        ([(EXPIRES_AT, b"soon")], "streams.expires.ms"),
-        ([(SOURCE_PARTITION, b"3")], "tagged with input partition 3"),
+        (b"v", [(SOURCE_OFFSET, b"not-a-number")], "streams.source.offset"),
+        (b"v", [(EXPIRES_AT, b"soon")], "streams.expires.ms"),
+        (b"v", [(SOURCE_PARTITION, b"3")], "tagged with input partition 3"),
+        (VALUE_TAG + bytes(5), None, "shorter than its 18-byte prefix"),  # cut short
     ],
 )
 def test_a_corrupt_changelog_record_stops_the_restore_naming_its_offset(
@@ -66,9 +67,9 @@ def test_a_corrupt_changelog_record_stops_the_restore_naming_its_offset(
     kafka_admin: AdminClient,
     app_id: str,
     tmp_path: Path,
-    case: tuple[list[tuple[str, bytes]], str],
+    case: tuple[bytes, list[tuple[str, bytes]] | None, str],
 ) -> None:
-    headers, reason = case
+    value, headers, reason = case
     store = ChangelogStore(
         app_id,
         "kv",
@@ -87,7 +88,7 @@ def test_a_corrupt_changelog_record_stops_the_restore_naming_its_offset(
     topic = store.changelog_topic
     for i in range(5):
         producer.produce(topic, key=f"k{i}".encode(), value=b"v", partition=0)
-    producer.produce(topic, key=b"bad", value=b"v", partition=0, headers=headers)
+    producer.produce(topic, key=b"bad", value=value, partition=0, headers=headers)
     producer.produce(topic, key=b"after", value=b"v", partition=0, on_delivery=on_delivery)
     assert producer.flush(30) == 0
     assert errors == []

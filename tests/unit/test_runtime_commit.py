@@ -31,11 +31,19 @@ from streams.runtime.commit import (
     TransactionCommitter,
 )
 from streams.state import MemoryBackend, StateManager
-from streams.state.changelog import SOURCE_OFFSET
-from streams.testing.memory import MemoryCluster, MemoryConsumer, MemoryProducer
+from streams.state.changelog import decode_record
+from streams.testing.memory import MemoryCluster, MemoryConsumer, MemoryProducer, StoredRecord
 from streams.testing.memory.admin import MemoryAdmin
 
 CHANGELOG = "app-seen-changelog"
+
+
+def source_offset(record: StoredRecord) -> int | None:
+    """The input position a changelog record is tagged with."""
+    decoded = decode_record(
+        record.key, record.value, record.headers, topic=CHANGELOG, partition=0, offset=0
+    )
+    return decoded.source_offset
 
 
 class Producer(MemoryProducer):
@@ -193,8 +201,8 @@ def test_a_checkpoint_commits_nothing_while_a_write_failed() -> None:
     assert s.committed(0) == 0 and s.committed(1) == 0
     # The store changes went out with the outputs (one wait for both), tagged past the
     # committed offsets: a restore skips them, as it does any uncommitted checkpoint's.
-    tags = [dict(r.headers)[SOURCE_OFFSET] for r in s.cluster.records(CHANGELOG)]
-    assert tags == [b"1", b"1"]
+    tags = [source_offset(r) for r in s.cluster.records(CHANGELOG)]
+    assert tags == [1, 1]
 
 
 def test_store_changes_are_sent_ahead_between_checkpoints_tagged_with_their_position() -> None:
@@ -202,7 +210,7 @@ def test_store_changes_are_sent_ahead_between_checkpoints_tagged_with_their_posi
     s.process(0, 0)
     s.committer.send_ahead()  # a poll between commits
     (ahead,) = s.cluster.records(CHANGELOG)
-    assert ahead.key == b"id-0" and dict(ahead.headers)[SOURCE_OFFSET] == b"1"
+    assert ahead.key == b"id-0" and source_offset(ahead) == 1
     assert s.committed(0) == 0  # sent, not committed
     s.process(0, 1)
     s.committer.commit()

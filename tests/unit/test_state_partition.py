@@ -15,6 +15,7 @@ from confluent_kafka import KafkaError
 from rich.console import Console
 
 from streams.state import (
+    NEVER,
     Backend,
     ChangelogPartition,
     ChangelogStore,
@@ -30,7 +31,7 @@ from streams.state import (
     StateManager,
     StoreClosedError,
 )
-from streams.state.changelog import EXPIRES_AT, SOURCE_OFFSET, decode_record
+from streams.state.changelog import ChangelogRecord, decode_record
 from streams.state.checkpoint_file import read_checkpoint
 from streams.testing.memory import MemoryCluster
 
@@ -43,6 +44,14 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def changelog(cluster: MemoryCluster, partition: int = 2) -> list[ChangelogRecord]:
+    """What a restore reads from the changelog's ``partition``."""
+    return [
+        decode_record(r.key, r.value, r.headers, topic=TOPIC, partition=partition, offset=r.offset)
+        for r in cluster.records(TOPIC, partition)
+    ]
 
 
 @pytest.fixture(params=["memory", "rocksdb"])
@@ -101,10 +110,10 @@ def test_flush_writes_each_key_once_tagged_with_the_source(
     tx.delete("b")
     producer = cluster.producer({})
     assert part.flush(producer, source_offset=57) == 2
-    records = cluster.records(TOPIC, 2)
+    records = changelog(cluster)
     assert [(r.key, r.value) for r in records] == [(b"a", b"2"), (b"b", None)]
     # tagged with the input position alone: the changelog partition is the input's
-    assert records[0].headers == [(SOURCE_OFFSET, b"57")]
+    assert [(r.source_offset, r.source_partition) for r in records] == [(57, None), (57, None)]
 
 
 def test_each_changelog_record_carries_its_own_expiry(
@@ -117,8 +126,8 @@ def test_each_changelog_record_carries_its_own_expiry(
     tx.set("d", b"4")  # never
     tx.set("e", b"5", ttl=10, now=100.0)
     part.flush(cluster.producer({}), source_offset=3)
-    expiries = [dict(r.headers).get(EXPIRES_AT) for r in cluster.records(TOPIC, 2)]
-    assert expiries == [b"110000", b"110000", b"120000", None, b"110000"]
+    expiries = [r.expires_at_ms for r in changelog(cluster)]
+    assert expiries == [110_000, 110_000, 120_000, NEVER, 110_000]
 
 
 def test_apply_waits_for_acks_then_writes_locally(
@@ -269,9 +278,8 @@ def test_changes_sent_ahead_are_tagged_then_and_the_flush_sends_only_the_rest(
     tx.set("a", b"2")
     tx.set("b", b"x")
     assert part.flush(producer, source_offset=9) == 2  # the checkpoint's changes
-    records = cluster.records(TOPIC, 2)
-    tagged = [(r.key, r.value, dict(r.headers)[SOURCE_OFFSET]) for r in records]
-    assert tagged == [(b"a", b"1", b"5"), (b"a", b"2", b"9"), (b"b", b"x", b"9")]
+    tagged = [(r.key, r.value, r.source_offset) for r in changelog(cluster)]
+    assert tagged == [(b"a", b"1", 5), (b"a", b"2", 9), (b"b", b"x", 9)]
     with pytest.raises(StateError, match="sent after a flush"):
         part.send(producer, source_offset=10)
     producer.flush()
@@ -361,17 +369,16 @@ def test_expiry_writes_tombstones_to_the_changelog(
     part.flush(producer, source_offset=5)
     producer.flush()
     part.apply()
-    written = cluster.records(TOPIC, 2)
-    assert dict(written[0].headers)[EXPIRES_AT] == str(int((clock.now + 10) * 1000)).encode()
-    assert EXPIRES_AT not in dict(written[2].headers)
+    written = changelog(cluster)
+    assert written[0].expires_at_ms == int((clock.now + 10) * 1000)
+    assert written[2].expires_at_ms == NEVER
 
     clock.now += 11
     assert part.flush(producer, source_offset=6) == 1
     producer.flush()
     part.apply()
-    tombstone = cluster.records(TOPIC, 2)[-1]
-    assert (tombstone.key, tombstone.value) == (b"short", None)
-    assert dict(tombstone.headers)[SOURCE_OFFSET] == b"6"
+    tombstone = changelog(cluster)[-1]
+    assert (tombstone.key, tombstone.value, tombstone.source_offset) == (b"short", None, 6)
     assert part.storage.get(b"short") is None
     assert part.storage.get(b"long") is not None
     assert part.expired_total == 1
@@ -391,10 +398,7 @@ def test_replaying_the_changelog_rebuilds_the_same_entries(
         part.apply()
     replica = backend.open(tmp_path / "replica")
     try:
-        for r in cluster.records(TOPIC, 2):
-            record = decode_record(
-                r.key, r.value, r.headers, topic=TOPIC, partition=2, offset=r.offset
-            )
+        for record in changelog(cluster):
             replica.write({record.key: record.entry})
         assert dict(replica.items()) == dict(part.storage.items())
     finally:
