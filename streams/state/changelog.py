@@ -12,10 +12,10 @@ Every write to a store partition is also a record in partition ``p`` of the comp
   source offset in its one header, ``streams.source.offset`` (ASCII decimal).
 
 Restore skips records whose source offset is past the committed input offset, so the
-store is never ahead of the committed input. The tag is in the value rather than in
-headers because a header costs confluent-kafka about a microsecond a record to produce,
-a third of a produce call: one record per store write makes that a cost of every record
-the runtime processes.
+store is never ahead of the committed input. The tags are in the value rather than in
+headers because confluent-kafka converts a record's headers on every produce call: two
+headers took a changelog write from 0.66 to 0.98 µs (the prefix costs nothing
+measurable), and dedup writes a changelog record for nearly every record processed.
 
 Records of earlier versions still restore: puts whose value is the stored value alone,
 with ``streams.source.offset`` and ``streams.expires.ms`` headers (and, before those,
