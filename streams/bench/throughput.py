@@ -20,7 +20,7 @@ moves by 10-15% on this machine). Rows:
   writing envelopes with ``AvroCodec`` as the runtime does (the value alone, no headers
   read; no runtime): target 0.6 of the reference;
 - ``streams run topology/enrich.py``, at-least-once (RocksDB dedup store, changelog):
-  target 0.4 of the reference; exactly-once: target 0.9 of at-least-once;
+  target 0.5 of the reference; exactly-once: target 0.95 of at-least-once;
 - ``streams run topology/mirror.py`` on the envelope input: target 0.8 of the wire loop;
 - ``streams run topology/enrich.py --instances N`` (N: the cores, at least 2), at-least-once,
   against one instance: target 1.3 on two cores. Both sides are measured from the moment
@@ -321,6 +321,9 @@ def run(ctx: BenchContext) -> list[Row]:
     copy, reference, wire = top["copy"].rate, top["reference"].rate, top["wire"].rate
     alos_rate, eos, mirror = top["alos"].rate, top["eos"].rate, top["mirror"].rate
     rss = max(m.rss for m in measured["alos"])
+    # Each round's pair side by side: the best-of ratio moves with single runs (10-15% on
+    # this machine), a guarantee's own cost shows in every round.
+    by_round = " ".join(f"{e / a:.2f}" for e, a in zip(rates["eos"], rates["alos"], strict=True))
     note = (
         f"{n:,} orders ({n - unique:,} sent twice), {PARTITIONS} partitions, "
         f"best of {rounds} alternating runs"
@@ -359,7 +362,7 @@ def run(ctx: BenchContext) -> list[Row]:
             "rec/s",
             baseline=alos_rate,
             target=0.95,  # issue #32 (0.9 before)
-            note=f"vs at-least-once; {spread(rates['eos'])}",
+            note=f"vs at-least-once; {spread(rates['eos'])}; by round {by_round}",
         ),
         Row(
             SECTION,
