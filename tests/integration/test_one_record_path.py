@@ -29,6 +29,7 @@ from streams.runtime import Runtime, RuntimeConfig
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.state import changelog_topic
+from streams.state.changelog import decode_record
 from streams.testing import TestDriver, TopicFactory, TopicReader, produce_records
 from streams.testing.topics import unique_topic_name
 from streams.topology import Topology, TopologyBuilder, owned
@@ -114,11 +115,16 @@ def letters(records: list[tuple[bytes | None, bytes | None, Any]]) -> list[tuple
     return sorted(out, key=repr)
 
 
-def materialise(records: Iterator[tuple[int, bytes | None, bytes | None]]) -> dict[Any, Any]:
-    """A changelog as its store holds it: the last value of each key, per partition."""
+def materialise(records: Iterator[tuple[int, bytes | None, bytes | None, Any]]) -> dict[Any, Any]:
+    """A changelog as its store holds it: the last stored value of each key, per partition
+    (the values alone: the source offsets and expiries they are tagged with differ between
+    the driver's clock and positions and the runtime's)."""
     table: dict[tuple[int, bytes | None], bytes | None] = {}
-    for partition, key, value in records:
-        table[(partition, key)] = value
+    for partition, key, value, headers in records:
+        record = decode_record(
+            key, value, headers, topic="changelog", partition=partition, offset=0
+        )
+        table[(partition, key)] = record.value
     return {k: v for k, v in table.items() if v is not None}
 
 
@@ -139,7 +145,7 @@ def run_driver(topology: Topology, records: list[Input]) -> dict[str, Any]:
             "dead": letters([(r.key, r.value, r.headers) for r in driver.dead_letters]),
             "stores": {
                 name: materialise(
-                    (r.partition, r.key, r.value)
+                    (r.partition, r.key, r.value, r.headers)
                     for r in driver.cluster.records(changelog_topic(topology.app_id, name))
                 )
                 for name in _store_names(topology)
@@ -228,7 +234,7 @@ def test_the_driver_and_the_runtime_on_kafka_agree(
     assert letters(dead) == expected["dead"]
     stores = {
         name: materialise(
-            (m.partition() or 0, m.key(), m.value())
+            (m.partition() or 0, m.key(), m.value(), m.headers())
             for m in read_all(kafka_bootstrap, changelog_topic(app, name))
         )
         for name in _store_names(topology)
