@@ -16,6 +16,10 @@ _TRANSIENT = frozenset(
         KafkaError._MSG_TIMED_OUT,
         KafkaError._TRANSPORT,
         KafkaError._ALL_BROKERS_DOWN,
+        # A request in flight to a node whose handle the client dropped (the node was
+        # killed and left the metadata): asked again, another node answers. Seen when a
+        # restore read a changelog's offsets as a node of three went down.
+        KafkaError._DESTROY_BROKER,
         KafkaError._TIMED_OUT,
         KafkaError._TIMED_OUT_QUEUE,
         KafkaError._WAIT_COORD,

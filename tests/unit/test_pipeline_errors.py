@@ -11,6 +11,7 @@ OUTAGE = [
     KafkaError._MSG_TIMED_OUT,
     KafkaError._TRANSPORT,
     KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._DESTROY_BROKER,
     KafkaError._TIMED_OUT,
     KafkaError.REQUEST_TIMED_OUT,
     KafkaError.NOT_COORDINATOR,
