@@ -129,7 +129,7 @@ def decode_record(
     """
     if key is None:
         raise CorruptChangelogError(topic, partition, offset, "the record has no key")
-    if not headers and value is not None and value[:2] == VALUE_TAG:
+    if not headers and value is not None and value.startswith(VALUE_TAG):
         return _tagged(key, value, topic, partition, offset)
     expires_at_ms = NEVER
     src_topic: str | None = None

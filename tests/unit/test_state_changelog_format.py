@@ -44,7 +44,7 @@ def test_a_record_round_trips_through_key_value_and_headers(record: ChangelogRec
 
 
 def test_a_put_carries_its_tags_in_its_value_and_no_header() -> None:
-    # Headers cost confluent-kafka about a microsecond a record to produce.
+    # Two headers took a changelog write from 0.66 to 0.98 µs: the tags go in the value.
     value, headers = ChangelogRecord(b"k", b"v", 1_700_000_000_000, source_offset=41).encode()
     assert headers == []
     assert (
