@@ -31,6 +31,16 @@ _TRANSIENT = frozenset(
         KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
         KafkaError.LEADER_NOT_AVAILABLE,
         KafkaError.NOT_LEADER_FOR_PARTITION,
+        # A partition's leadership moving after a node was lost (Java's clients retry
+        # each of them): a new leader whose high watermark has not caught up yet (seen
+        # when a restore read a changelog's offsets as a node of three was killed), a
+        # leader epoch the client or the broker has not seen yet, too few replicas in
+        # sync for acks=all until the node returns.
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
         KafkaError.CONCURRENT_TRANSACTIONS,
     }
 )
