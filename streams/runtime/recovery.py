@@ -12,8 +12,10 @@ store changes dropped, an open transaction aborted through a fresh producer, eve
 partition rewound to its committed offset; records after it are processed again
 (at-least-once: duplicates, never loss; exactly-once: nothing visible twice). If the broker
 goes away again meanwhile, it starts over. One WARNING per outage (at its first error),
-one INFO when processing resumes. Fencing, authorization and other fatal errors are not
-outages: the runtime still stops on them with one line.
+one more every ``_REMIND_S`` while it lasts, naming what still fails (an outage that does
+not end shows in the log, not as a silent instance), one INFO when processing resumes.
+Fencing, authorization and other fatal errors are not outages: the runtime still stops on
+them with one line.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ from streams.pipeline.errors import BrokerUnavailable
 
 # How long to wait for one metadata answer while the broker is away.
 _PROBE_S = 1.0
+# How long to wait before undoing again after an undo failed (one can fail at once: no
+# loop turning as fast as the client answers).
+_RETRY_S = 0.5
+# How often a long outage is reported again.
+_REMIND_S = 30.0
 
 
 class Recovery:
@@ -60,13 +67,24 @@ class Recovery:
                 error=str(cause),
             )
         started = time.monotonic()
+        remind = started + _REMIND_S
+        failing = "no answer to a metadata request"
         while not self._stopping():
+            now = time.monotonic()
+            if now >= remind:
+                remind = now + _REMIND_S
+                self._log.warning(
+                    "broker still unavailable", seconds=round(now - started), error=failing
+                )
             if not self.broker_answers():
+                failing = "no answer to a metadata request"
                 continue
             try:
                 self._committer.recover()
-            except BrokerUnavailable:
-                continue  # away again: wait once more
+            except BrokerUnavailable as exc:
+                failing = str(exc)  # away again, or not ready yet: wait once more
+                time.sleep(_RETRY_S)
+                continue
             self._down = False
             self._log.info(
                 "recovered from broker outage", seconds=round(time.monotonic() - started, 1)
