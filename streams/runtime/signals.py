@@ -1,8 +1,11 @@
-"""Graceful shutdown on SIGINT/SIGTERM: the first asks the runtime to stop (finish, flush,
-commit, close); a second one forces the process out at once."""
+"""An instance's signals. SIGINT/SIGTERM shut down gracefully: the first asks the runtime
+to stop (finish, flush, commit, close); a second one forces the process out at once.
+SIGUSR1 prints every thread's stack to stderr and carries on (the instance's ``jstack``:
+what a stuck instance is waiting in, e.g. a client call that does not return)."""
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import sys
@@ -11,11 +14,13 @@ from contextlib import contextmanager
 from types import FrameType
 
 FORCED_EXIT = 130
+STACK_DUMP = signal.SIGUSR1
 
 
 @contextmanager
 def graceful_shutdown(stop: Callable[[], None]) -> Iterator[None]:
-    """Install the handlers for the duration of the block (main thread only)."""
+    """Install the handlers (stop, forced exit, stack dump) for the duration of the block
+    (main thread only)."""
     received: list[int] = []
 
     def handler(signum: int, _frame: FrameType | None) -> None:
@@ -32,8 +37,10 @@ def graceful_shutdown(stop: Callable[[], None]) -> Iterator[None]:
         stop()
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    faulthandler.register(STACK_DUMP, all_threads=True)
     try:
         yield
     finally:
+        faulthandler.unregister(STACK_DUMP)
         for s, h in previous.items():
             signal.signal(s, h)

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,9 @@ from streams.broker import LocalBroker, free_port
 from streams.cluster import admin_client, create_topic
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
+from streams.runtime.signals import STACK_DUMP
 from streams.schemas import default_catalog
-from streams.testing import TopicReader, produce_envelopes, wait_until
+from streams.testing import TopicReader, WaitTimeoutError, produce_envelopes, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -135,7 +137,11 @@ def test_the_instance_recovers_when_the_broker_returns(
                 pass
             seen = Counter(ce_id(m) for m in reader.records)
     except Exception:
-        print(log_text()[-6000:])
+        if proc.poll() is None:  # where it waits, in the output of the failure
+            proc.send_signal(STACK_DUMP)
+            with suppress(WaitTimeoutError):
+                wait_until(lambda: "Thread 0x" in log_text(), 10, what="a stack dump")
+        print(log_text()[-12000:])
         raise
     finally:
         if proc.poll() is None:
