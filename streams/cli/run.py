@@ -1,10 +1,11 @@
 """``streams run FILE``: run a topology on Kafka until SIGINT/SIGTERM.
 
 One instance runs in this process. ``--instances N`` starts N instances as child
-processes of this one (same consumer group), forwards SIGINT/SIGTERM to them and exits
-with the worst of their exit codes. A child is given the command as parsed here
-(``child_params``, written back as a command line by ``command_line``): every option
-reaches it without being listed again, and its port options and instance id are its own.
+processes of this one (same consumer group), forwards SIGINT/SIGTERM (and SIGUSR1: every
+thread's stack) to them and exits with the worst of their exit codes. A child is given
+the command as parsed here (``child_params``, written back as a command line by
+``command_line``): every option reaches it without being listed again, and its port
+options and instance id are its own.
 
 Output: logs on stderr (JSON lines off a terminal). With ``--json``: logs as JSON lines
 always, and at a clean stop one JSON summary line on stdout per instance (app id,
@@ -349,7 +350,10 @@ def _option(option: TyperOption, value: Any) -> list[str]:
 def _supervise(ctx: typer.Context, instances: int, app_id: str) -> int:
     """Start ``instances`` children, each running the command of ``ctx`` with its
     ``child_params`` (and the options of ``streams`` itself, e.g. ``-v``); forward stop
-    signals to them. The command line is never logged: ``-X`` may carry secrets."""
+    signals and stack-dump requests (SIGUSR1) to them. The command line is never logged:
+    ``-X`` may carry secrets."""
+    from streams.runtime.signals import STACK_DUMP
+
     cmd = [sys.executable, "-m", "streams"]
     if ctx.parent is not None:
         cmd += command_line(ctx.parent.command, ctx.parent.params)
@@ -366,6 +370,6 @@ def _supervise(ctx: typer.Context, instances: int, app_id: str) -> int:
             if child.poll() is None:
                 child.send_signal(signum)
 
-    for s in (signal.SIGINT, signal.SIGTERM):
+    for s in (signal.SIGINT, signal.SIGTERM, STACK_DUMP):
         signal.signal(s, forward)
     return max(child.wait() for child in children)

@@ -26,8 +26,8 @@ def streams_run(*args: str) -> list[str]:
     return [sys.executable, "-m", "streams", "run", str(ORDERS), "--no-status", *args]
 
 
-def test_instances_share_one_group_and_stop_together_on_sigterm(
-    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: TopicFactory
+def test_instances_share_one_group_dump_stacks_and_stop_together_on_sigterm(
+    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: TopicFactory, tmp_path: Path
 ) -> None:
     source = make_topic("cli-orders", partitions=4)
     app_id = unique_topic_name("cli")
@@ -36,7 +36,9 @@ def test_instances_share_one_group_and_stop_together_on_sigterm(
     produce_envelopes(kafka_bootstrap, source, orders, codec)
     cmd = streams_run("--app-id", app_id, "--set", f"input={source}", "-b", kafka_bootstrap)
     # its own process group, so a failing test can stop the instances with their parent
-    parent = subprocess.Popen([*cmd, "--instances", "2"], start_new_session=True)
+    err = tmp_path / "stderr.txt"
+    with open(err, "wb") as out:  # the children write to the parent's stderr
+        parent = subprocess.Popen([*cmd, "--instances", "2"], start_new_session=True, stderr=out)
     try:
 
         def members() -> int:
@@ -65,9 +67,16 @@ def test_instances_share_one_group_and_stop_together_on_sigterm(
             for r in readers:
                 r.close()
         assert sorted(set(seen)) == sorted(o.data["order_id"] for o in orders)
+        # SIGUSR1 reaches each instance: each prints its threads' stacks and runs on
+        parent.send_signal(signal.SIGUSR1)
+        wait_until(lambda: err.read_text().count("Current thread") == 2, 30, what="two stack dumps")
+        assert members() == 2
         parent.send_signal(signal.SIGTERM)
         assert parent.wait(60) == 0
         wait_until(lambda: members() == 0, 30, what="the group to be empty")
+    except Exception:
+        print(err.read_text()[-6000:])  # the instances' logs
+        raise
     finally:
         if parent.poll() is None:
             os.killpg(parent.pid, signal.SIGKILL)
