@@ -13,7 +13,7 @@ from testcontainers.core.container import DockerContainer
 
 from streams.broker import free_port
 from streams.broker.readiness import wait_ready
-from streams.testing import LOCAL_IMAGE
+from streams.testing import LOCAL_IMAGE, wait_until
 from streams.testing.container import LABEL, image_present
 from streams.testing.plugin import docker_missing, require_docker
 
@@ -61,7 +61,12 @@ def test_the_local_image_runs_kafka_from_env_settings(plain_kafka: str) -> None:
     admin = AdminClient({"bootstrap.servers": plain_kafka})
     # KAFKA_NUM_PARTITIONS=3 became num.partitions=3: a topic created without a count has 3.
     admin.create_topics([NewTopic("env-check", replication_factor=1)])["env-check"].result(30)
-    assert len(admin.list_topics("env-check", timeout=10).topics["env-check"].partitions) == 3
+
+    def partitions() -> int:  # the broker's metadata may trail the controller's for a moment
+        return len(admin.list_topics("env-check", timeout=10).topics["env-check"].partitions)
+
+    wait_until(lambda: partitions() > 0, 30, what="the topic in the broker's metadata")
+    assert partitions() == 3
 
 
 def _compose_tool() -> list[str] | None:
