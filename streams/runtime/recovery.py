@@ -37,6 +37,7 @@ _PROBE_S = 1.0
 _RETRY_S = 0.5
 # How often a long outage is reported again.
 _REMIND_S = 30.0
+_NO_ANSWER = "no answer to a metadata request"
 
 
 class Recovery:
@@ -68,7 +69,7 @@ class Recovery:
             )
         started = time.monotonic()
         remind = started + _REMIND_S
-        failing = "no answer to a metadata request"
+        failing = _NO_ANSWER
         while not self._stopping():
             now = time.monotonic()
             if now >= remind:
@@ -77,7 +78,7 @@ class Recovery:
                     "broker still unavailable", seconds=round(now - started), error=failing
                 )
             if not self.broker_answers():
-                failing = "no answer to a metadata request"
+                failing = _NO_ANSWER
                 continue
             try:
                 self._committer.recover()

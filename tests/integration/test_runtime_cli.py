@@ -14,6 +14,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from streams.codec import AvroCodec
+from streams.runtime.signals import STACK_DUMP
 from streams.schemas import default_catalog
 from streams.testing import TopicFactory, TopicReader, produce_envelopes, wait_until
 from streams.testing.topics import unique_topic_name
@@ -68,7 +69,7 @@ def test_instances_share_one_group_dump_stacks_and_stop_together_on_sigterm(
                 r.close()
         assert sorted(set(seen)) == sorted(o.data["order_id"] for o in orders)
         # SIGUSR1 reaches each instance: each prints its threads' stacks and runs on
-        parent.send_signal(signal.SIGUSR1)
+        parent.send_signal(STACK_DUMP)
         wait_until(lambda: err.read_text().count("Current thread") == 2, 30, what="two stack dumps")
         assert members() == 2
         parent.send_signal(signal.SIGTERM)
