@@ -340,8 +340,16 @@ class Runtime:
         self.health.restoring = True
         try:
             self._committer.assigned(keys)  # restores the stores (blocks)
+        except BrokerUnavailable:
+            # Assigned all the same (librdkafka assigns when the callback fails); the error
+            # leaves the consumer's poll for the loop's recovery, which restores the stores.
+            self._assigned(keys, started)
+            raise
         finally:
             self.health.restoring = False
+        self._assigned(keys, started)
+
+    def _assigned(self, keys: list[TP], started: float) -> None:
         self.health.assigned = True
         self._count_partitions()
         self.stats.rebalances += 1

@@ -67,7 +67,13 @@ class ChangelogWriteError(StateError):
 
 
 class RestoreError(StateError):
-    """The changelog could not be read to its end (broker unreachable, timeout)."""
+    """The changelog could not be read to its end (broker unreachable, timeout).
+    ``transient``: the broker did not answer (a node lost, leadership moving), so the
+    restore is tried again once it does, not given up."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class StoreClosedError(StateError):

@@ -19,7 +19,7 @@ The runtime calls, in this order (each blocks as said; each raises a ``StateErro
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,15 @@ class StateManager:
             for store in opened:  # all of the partition's stores, or none
                 store.close(partition, keep=True)
             raise
+
+    def closed(self, keys: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+        """Those of ``keys`` (assigned input partitions) whose stores are not open: an
+        ``assign`` that failed (it opens all of a partition's stores or none)."""
+        return [
+            (topic, partition)
+            for topic, partition in keys
+            if any(partition not in store.partitions for store in self._fed_by(topic))
+        ]
 
     def revoke(self, topic: str, partition: int, *, keep: bool = True) -> None:
         for store in self._fed_by(topic):

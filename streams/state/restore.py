@@ -13,6 +13,10 @@ before any input record of that partition is processed.
   and the checkpoint is not advanced, so a retry starts at the same place.
 * The consumer reads with ``isolation.level=read_committed``: records of aborted
   exactly-once transactions never reach a store.
+* A client error that clears by itself (a node lost, a leader moving) does not stop a
+  restore: the client fetches again. One that lasts (no progress for ``stall_timeout``, or
+  offsets unreadable) raises ``RestoreError`` marked ``transient``: the runtime waits for
+  the broker and restores again (``streams.runtime.commit.stores``).
 
 Progress goes to an optional callback ``(topic, partition, done, total)`` (``done`` and
 ``total`` count changelog offsets, so a bar can show it), a DEBUG log line at the start and
@@ -94,7 +98,9 @@ def restore_consumer(config: Mapping[str, Any], make: MakeConsumer | None = None
 def watermarks(consumer: Consumer, topic: str, partition: int, timeout: float) -> tuple[int, int]:
     """``(low, high)`` offsets of ``topic[partition]``. Blocks on the broker; an error that
     clears by itself (a changelog created a moment ago whose leader is not known yet, a
-    coordinator moving) is asked again until ``timeout``, any other raises RestoreError."""
+    coordinator moving, a node lost) is asked again until ``timeout``, then raises a
+    ``RestoreError`` marked ``transient`` (the runtime waits for the broker and restores
+    again); any other raises RestoreError at once."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -104,10 +110,14 @@ def watermarks(consumer: Consumer, topic: str, partition: int, timeout: float) -
                 cached=False,
             )
         except KafkaException as exc:
-            if transient(exc.args[0]) and time.monotonic() < deadline:
+            passing = transient(exc.args[0])
+            if passing and time.monotonic() < deadline:
                 time.sleep(0.1)  # the broker said: ask again once leadership has settled
                 continue
-            raise RestoreError(f"cannot read the offsets of {topic}[{partition}]: {exc}") from exc
+            raise RestoreError(
+                f"cannot read the offsets of {topic}[{partition}]: {exc.args[0].str()}",
+                transient=passing,
+            ) from exc
         return int(low), int(high)
 
 
@@ -221,6 +231,8 @@ class ChangelogReplay:
                         return True
                     if err.code() in _RECORD_ERRORS:
                         raise CorruptChangelogError(self.topic, self.partition, offset, err.str())
+                    if transient(err):
+                        continue  # the client's (a node lost, a leader moving): it fetches again
                     raise RestoreError(
                         f"restore of {self.topic}[{self.partition}] failed: {err.str()}"
                     )
@@ -262,17 +274,19 @@ def _read_to_end(
     done = False
     while not done:
         batch = consumer.consume(batch_size, timeout=0.5)
-        if not batch:
-            if time.monotonic() > deadline:
-                raise RestoreError(
-                    f"restore of {replay.topic}[{replay.partition}] made no progress for "
-                    f"{stall:.0f} s at offset {replay.position} (end {end}); "
-                    "is the broker reachable?"
-                )
-            continue
-        deadline = time.monotonic() + stall
+        before = replay.position
         # The end: the high watermark read before, or the broker's end-of-partition (a
         # changelog written in transactions ends with a marker no record reaches).
-        done = replay.apply(batch) or replay.position >= end
-        if progress is not None:
-            progress(replay.topic, replay.partition, min(replay.position, end) - start, end - start)
+        done = bool(batch) and (replay.apply(batch) or replay.position >= end)
+        if done or replay.position > before:
+            deadline = time.monotonic() + stall
+            if progress is not None:
+                done_now = min(replay.position, end) - start
+                progress(replay.topic, replay.partition, done_now, end - start)
+        elif time.monotonic() > deadline:
+            raise RestoreError(
+                f"restore of {replay.topic}[{replay.partition}] made no progress for "
+                f"{stall:.0f} s at offset {replay.position} (end {end}); "
+                "is the broker reachable?",
+                transient=True,  # the runtime waits for the broker and restores again
+            )

@@ -6,7 +6,7 @@ be aborted rewinds every partition to its committed offset and drops the store c
 retriable commit is retried; a fatal error stops everything after it; a checkpoint
 flushes store changes whose partition has no new record, and leaves out a partition whose
 write failed; recovery after an outage undoes everything since the last commit, whichever
-the committer.
+the committer, and restores the stores of a partition whose restore the outage interrupted.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from streams.cluster import Topics
 from streams.logs import get_logger
 from streams.observability.metrics import RuntimeMetrics
 from streams.pipeline.commit import CommitterWrapper
-from streams.pipeline.errors import DeliveryError
+from streams.pipeline.errors import BrokerUnavailable, DeliveryError
 from streams.pipeline.offsets import Partitions
 from streams.pipeline.produce import OutputSink
 from streams.runtime.commit import (
@@ -257,6 +257,40 @@ def test_recovery_after_an_outage_undoes_everything_since_the_last_commit(kind: 
     s.process(0, 11)  # processed again, then committed as if the outage never was
     s.committer.commit()
     assert s.committed(0) == 12 and s.committed(1) == 20
+
+
+class Unanswered(MemoryConsumer):
+    """A restore consumer whose changelog offsets time out (its leader's node lost)."""
+
+    def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float = -1, cached: bool = False
+    ) -> tuple[int, int]:
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+
+
+@pytest.mark.parametrize("exactly_once", [False, True])
+def test_a_restore_the_broker_does_not_answer_is_done_by_the_recovery(exactly_once: bool) -> None:
+    s = Setup({0: 10, 1: 20}, exactly_once=exactly_once)
+    s.process(1, 20)
+    s.committer.commit()  # id-20 is in partition 1's changelog
+    s.state.revoke("in", 1, keep=False)  # partition 1 leaves, its local state with it
+    s.partitions.remove([("in", 1)])
+    store = s.state.stores["seen"]
+    store.timeout = 0.2
+    store.make_consumer = lambda config: Unanswered(s.cluster, config)
+
+    s.partitions.assign([("in", 1)])  # back, while the broker does not answer
+    with pytest.raises(BrokerUnavailable, match=r"app-seen-changelog\[1\]"):
+        s.committer.assigned([("in", 1)])
+    assert s.state.closed([("in", 0), ("in", 1)]) == [("in", 1)]  # no record of it processed
+
+    store.make_consumer = s.cluster.consumer  # the broker answers again
+    s.committer.recover()
+    assert s.state.closed([("in", 0), ("in", 1)]) == []
+    assert s.store(1).exists("id-20")  # restored from the changelog, as if nothing happened
+    s.process(1, 21)
+    s.committer.commit()
+    assert s.committed(1) == 22
 
 
 def test_a_wrapped_committer_is_called_and_read_through_every_wrapper() -> None:

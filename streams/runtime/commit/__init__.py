@@ -10,7 +10,9 @@
   input offsets commit in one transaction; an aborted one rewinds every partition.
 
 All implement ``streams.pipeline.commit.Committer``; ``make_committer`` picks one. What
-they undo after an outage or an abort is the same for all three (``undo``).
+they undo after an outage or an abort is the same for all three (``undo``); the two with
+stores restore them on assignment, and again after an outage that interrupted it
+(``stores``).
 """
 
 from __future__ import annotations

@@ -26,10 +26,9 @@ from enum import Enum
 
 from confluent_kafka import KafkaException
 
-from streams.cluster import TopicNotFoundError, Topics
 from streams.coordinates import TP
 from streams.pipeline.commit import Committer
-from streams.pipeline.offsets import PartitionOffsets, Partitions
+from streams.pipeline.offsets import PartitionOffsets
 from streams.runtime.commit.context import CommitContext
 from streams.runtime.commit.positions import (
     apply_committed,
@@ -39,8 +38,8 @@ from streams.runtime.commit.positions import (
     settle_changelog,
     settle_outputs,
 )
+from streams.runtime.commit.stores import ensure_changelogs, restore
 from streams.runtime.commit.undo import recover_at_least_once
-from streams.runtime.errors import MissingTopicError
 from streams.state import StateError, StateManager
 
 
@@ -134,22 +133,3 @@ class CheckpointCommitter(Committer):
                 mark_committed(partitions, offsets)
         apply_committed(self._sink, state)
         self.commits += 1
-
-
-def ensure_changelogs(cluster: Topics, state: StateManager) -> None:
-    """Create or validate the changelog of every store, partitioned like its source."""
-    sources = {store.source_topic or "" for store in state.stores.values()}
-    try:
-        partitions = {t: cluster.partition_count(t) for t in sources}
-    except TopicNotFoundError as exc:
-        raise MissingTopicError(f"{exc}: a state store is partitioned like it") from exc
-    state.ensure_changelogs(cluster, partitions)
-
-
-def restore(partitions: Partitions, state: StateManager, keys: Sequence[TP]) -> None:
-    """Read the committed offsets of newly assigned partitions, then restore their stores
-    up to them (blocks for the restores)."""
-    fed = {store.source_topic for store in state.stores.values()}
-    for (topic, partition), offset in partitions.load_committed(keys).items():
-        if topic in fed:
-            state.assign(topic, partition, offset)

@@ -33,7 +33,6 @@ from streams.pipeline.commit import Committer
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure, unavailable
 from streams.pipeline.produce import Producer
 from streams.runtime.commit.bounded import call_within
-from streams.runtime.commit.checkpoint import ensure_changelogs, restore
 from streams.runtime.commit.context import CommitContext
 from streams.runtime.commit.positions import (
     apply_committed,
@@ -43,6 +42,7 @@ from streams.runtime.commit.positions import (
     settle_changelog,
     settle_outputs,
 )
+from streams.runtime.commit.stores import ensure_changelogs, restore
 from streams.runtime.commit.undo import undo
 from streams.state import StateManager
 

@@ -1,5 +1,6 @@
 """Undoing the work since the last commit: after an outage (``Committer.recover``) and
-after an aborted transaction.
+after an aborted transaction. A partition whose stores an outage left closed (its restore
+interrupted) has them restored before its records are read again.
 
 Shared by the three committers: what they undo is the same (the writes, the store
 changes, the partitions' positions); only the producer's fate differs (at-least-once keeps
@@ -12,17 +13,23 @@ from collections.abc import Iterable
 
 from streams.coordinates import TP
 from streams.runtime.commit.context import CommitContext
+from streams.runtime.commit.stores import reopen
 from streams.state import StateManager
 
 
 def undo(ctx: CommitContext, state: StateManager | None, exclude: Iterable[TP] = ()) -> list[TP]:
     """Forget the writes not acknowledged (their records are processed again and write
-    them again), drop the store changes not committed, and rewind every partition but
-    ``exclude`` (lost ones) to its committed offset. Returns the partitions rewound."""
+    them again), drop the store changes not committed, rewind every partition but
+    ``exclude`` (lost ones) to its committed offset, and restore the stores an interrupted
+    restore left closed. Returns the partitions rewound. Blocks on the broker; raises
+    ``BrokerUnavailable`` when it does not answer (undo again)."""
     ctx.sink.reset()
     if state is not None:
         state.abort()
-    return ctx.partitions.rewind_to_committed(exclude)
+    rewound = ctx.partitions.rewind_to_committed(exclude)
+    if state is not None:
+        reopen(ctx.partitions, state, rewound)
+    return rewound
 
 
 def recover_at_least_once(ctx: CommitContext, state: StateManager | None) -> None:
