@@ -110,13 +110,13 @@ def watermarks(consumer: Consumer, topic: str, partition: int, timeout: float) -
                 cached=False,
             )
         except KafkaException as exc:
-            passing = transient(exc.args[0])
-            if passing and time.monotonic() < deadline:
+            clears = transient(exc.args[0])
+            if clears and time.monotonic() < deadline:
                 time.sleep(0.1)  # the broker said: ask again once leadership has settled
                 continue
             raise RestoreError(
                 f"cannot read the offsets of {topic}[{partition}]: {exc.args[0].str()}",
-                transient=passing,
+                transient=clears,
             ) from exc
         return int(low), int(high)
 

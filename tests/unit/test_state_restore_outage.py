@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, Message
 
 from streams.state import MemoryBackend, RestoreError
 from streams.state.restore import restore_partition
@@ -22,30 +22,9 @@ from streams.testing.memory import MemoryCluster, MemoryConsumer
 TOPIC = "app-s-changelog"
 
 
-class ClientError:
-    """An error librdkafka puts among a consumer's records (not one of a record)."""
-
-    def __init__(self, code: int) -> None:
-        self._error = KafkaError(code)
-
-    def error(self) -> KafkaError:
-        return self._error
-
-    def offset(self) -> int | None:
-        return None
-
-    def key(self) -> bytes | None:
-        return None
-
-    def value(self) -> bytes | None:
-        return None
-
-    def headers(self) -> Any:
-        return None
-
-
 class NodeLost(MemoryConsumer):
-    """Hands over a lost connection's errors first, then the records."""
+    """Hands over a lost connection's errors first (as librdkafka puts them among a
+    consumer's records: a message with an error and no record), then the records."""
 
     def __init__(self, cluster: MemoryCluster, *errors: int) -> None:
         super().__init__(cluster, {"group.id": "restore"})
@@ -53,7 +32,7 @@ class NodeLost(MemoryConsumer):
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
         if self.errors:
-            return [ClientError(self.errors.pop(0))]
+            return [Message(error=KafkaError(self.errors.pop(0)))]
         return super().consume(num_messages, timeout)
 
 
