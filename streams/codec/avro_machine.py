@@ -201,7 +201,7 @@ def read_values(program: tuple[int, Any], data: bytes) -> tuple[Any, ...]:
 def _read(node: tuple[int, Any], cursor: _Cursor) -> Any:
     code = node[0]
     if code == T_STRING:
-        return _take(cursor).decode()
+        return _text(cursor)
     if code in (T_LONG, T_INT):
         return _long(cursor)
     if code == T_RECORD:
@@ -270,7 +270,7 @@ def _read_blocks(node: tuple[int, Any], cursor: _Cursor) -> Any:
             raise EOFError("runs past the end")
         for _ in range(count):
             if is_map:
-                key = _take(cursor).decode()
+                key = _text(cursor)
                 items[key] = _read(item, cursor)
             else:
                 items.append(_read(item, cursor))
@@ -278,18 +278,36 @@ def _read_blocks(node: tuple[int, Any], cursor: _Cursor) -> Any:
 
 def _take(cursor: _Cursor) -> bytes:
     """A length, then that many bytes."""
-    n = _long(cursor)
-    if n < 0:
-        raise ValueError("negative length")
-    return _slice(cursor, n)
+    return _slice(cursor, _length(cursor))
+
+
+def _text(cursor: _Cursor) -> str:
+    """A length, then that many bytes of UTF-8, decoded where they lie in the buffer: the
+    compiled copy makes no bytes object on the way (an envelope and its payload hold a
+    dozen strings)."""
+    start = _advance(cursor, _length(cursor))
+    return cursor.buf[start : cursor.pos].decode("utf-8")
 
 
 def _slice(cursor: _Cursor, n: int) -> bytes:
+    start = _advance(cursor, n)
+    return cursor.buf[start : cursor.pos]
+
+
+def _length(cursor: _Cursor) -> int:
+    n = _long(cursor)
+    if n < 0:
+        raise ValueError("negative length")
+    return n
+
+
+def _advance(cursor: _Cursor, n: int) -> int:
+    """Move the cursor past ``n`` bytes; where they start."""
     start = cursor.pos
     if n > cursor.end - start:
         raise EOFError("runs past the end")
     cursor.pos = start + n
-    return cursor.buf[start : start + n]
+    return start
 
 
 def _long(cursor: _Cursor) -> int:
