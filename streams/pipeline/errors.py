@@ -11,9 +11,13 @@ Whether a client error clears by itself is ``streams.client_errors.transient``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from confluent_kafka import KafkaError, KafkaException
 
 from streams.errors import StreamsError
+from streams.state.errors import StateError
 
 
 class RuntimeFailure(StreamsError):  # noqa: N818 - reads better than RuntimeFailureError
@@ -32,3 +36,16 @@ def unavailable(exc: KafkaException, doing: str) -> BrokerUnavailable:
     """The ``BrokerUnavailable`` to raise for a client error met while ``doing``."""
     err: KafkaError = exc.args[0]
     return BrokerUnavailable(f"the broker did not answer while {doing}: {err.str()}")
+
+
+@contextmanager
+def state_outages() -> Iterator[None]:
+    """Raise a ``StateError`` the broker's absence caused (``transient``: a changelog write
+    that timed out, a restore the broker did not answer) as ``BrokerUnavailable``, which
+    the runtime waits out; any other as it is."""
+    try:
+        yield
+    except StateError as exc:
+        if exc.transient:
+            raise BrokerUnavailable(str(exc)) from exc
+        raise

@@ -6,7 +6,13 @@ from streams.errors import StreamsError
 
 
 class StateError(StreamsError):
-    """A state store could not be opened, restored, written or closed."""
+    """A state store could not be opened, restored, written or closed. ``transient``: the
+    broker's absence caused it (a node lost, leadership moving), so it is an outage the
+    runtime waits out, not a failure (``streams.pipeline.errors.state_outages``)."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class ChangelogTopicError(StateError):
@@ -61,19 +67,11 @@ class ChangelogWriteError(StateError):
     ``transient``: the write failed because the broker went away (a timed-out delivery
     while a node was lost), so it is an outage to wait out, not a refusal."""
 
-    def __init__(self, message: str, *, transient: bool = False) -> None:
-        super().__init__(message)
-        self.transient = transient
-
 
 class RestoreError(StateError):
     """The changelog could not be read to its end (broker unreachable, timeout).
     ``transient``: the broker did not answer (a node lost, leadership moving), so the
     restore is tried again once it does, not given up."""
-
-    def __init__(self, message: str, *, transient: bool = False) -> None:
-        super().__init__(message)
-        self.transient = transient
 
 
 class StoreClosedError(StateError):

@@ -12,10 +12,10 @@ from confluent_kafka import TopicPartition
 
 from streams.coordinates import TP
 from streams.logs import Logger
-from streams.pipeline.errors import BrokerUnavailable
+from streams.pipeline.errors import BrokerUnavailable, state_outages
 from streams.pipeline.offsets import PartitionOffsets
 from streams.pipeline.produce import OutputSink
-from streams.state import ChangelogWriteError, StateManager
+from streams.state import StateManager
 
 
 def settle_outputs(sink: OutputSink, timeout: float, log: Logger) -> bool:
@@ -36,12 +36,8 @@ def settle_changelog(sink: OutputSink, state: StateManager, timeout: float) -> N
     was lost), ``ChangelogWriteError`` when the broker refused one."""
     if sink.flush(timeout):
         raise BrokerUnavailable(f"store changes not acknowledged within {timeout:g} s")
-    try:
+    with state_outages():
         state.check_delivered()
-    except ChangelogWriteError as exc:
-        if exc.transient:
-            raise BrokerUnavailable(str(exc)) from exc
-        raise
 
 
 def apply_committed(sink: OutputSink, state: StateManager) -> None:

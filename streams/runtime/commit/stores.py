@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from streams.cluster import TopicNotFoundError, Topics
 from streams.coordinates import TP
-from streams.pipeline.errors import BrokerUnavailable
+from streams.pipeline.errors import state_outages
 from streams.pipeline.offsets import Partitions
 from streams.runtime.errors import MissingTopicError
-from streams.state import RestoreError, StateManager
+from streams.state import StateManager
 
 
 def ensure_changelogs(cluster: Topics, state: StateManager) -> None:
@@ -35,14 +35,10 @@ def restore(partitions: Partitions, state: StateManager, keys: Sequence[TP]) -> 
     up to them (blocks for the restores). Raises ``BrokerUnavailable`` when the broker
     does not answer; the partitions whose stores were not restored stay closed."""
     fed = {store.source_topic for store in state.stores.values()}
-    try:
+    with state_outages():
         for (topic, partition), offset in partitions.load_committed(keys).items():
             if topic in fed:
                 state.assign(topic, partition, offset)
-    except RestoreError as exc:
-        if exc.transient:
-            raise BrokerUnavailable(str(exc)) from exc
-        raise
 
 
 def reopen(partitions: Partitions, state: StateManager, keys: Sequence[TP]) -> None:
