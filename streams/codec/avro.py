@@ -41,7 +41,13 @@ from streams.codec.errors import (
 )
 from streams.codec.payload import Payloads, encode_error, read_exact
 from streams.codec.upcast import Upcasters
-from streams.envelope import Envelope, WireEnvelope, envelope_from_fields, wire_envelope
+from streams.envelope import (
+    Envelope,
+    WireEnvelope,
+    envelope_from_fields,
+    held_micros,
+    wire_envelope,
+)
 from streams.schemas.catalog import SchemaCatalog
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -134,7 +140,7 @@ class AvroCodec:
                 except Exception as exc:  # TypeError/ValueError/OverflowError/KeyError...
                     raise encode_error(env.type, env.version, info.schema, env.data, exc) from exc
                 # The envelope record by hand (same bytes as fastavro's writer).
-                value = envelope_value(env, data, info.type_version)
+                value = envelope_value(env, data, info.type_version, held_micros(env))
             return value, self._headers(env, info)
         except EncodeError:
             raise
@@ -172,11 +178,12 @@ class AvroCodec:
             raise EmptyRecordError("empty record value: not an envelope")
         try:
             # The envelope record by hand (what fastavro's reader returns, in less time).
-            id_, type_, writer, when, source, key, correlation, causation, data = read_fields(value)
+            fields = read_fields(value)
         except Exception as exc:  # garbage: EOFError, UnicodeDecodeError, ValueError, ...
             raise MalformedRecordError(
                 f"not a Streams envelope ({len(value)} bytes; {type(exc).__name__}: {exc})"
             ) from None
+        id_, type_, writer, when, source, key, correlation, causation, data = fields
         info = self._info.get((type_, writer))
         if not lazy:
             found: dict[str, h.HeaderValue] = dict(headers) if headers else {}
@@ -195,10 +202,7 @@ class AvroCodec:
             read = self._reader(info, version)
         target = writer if version is None else version
         if lazy:
-            return wire_envelope(
-                type_, value, data, read, writer, target, key, id_, when, source, correlation,
-                causation,
-            )  # fmt: skip
+            return wire_envelope(value, fields, read, target)
         time = _EPOCH + timedelta(microseconds=when)
         return envelope_from_fields(
             type_, read(data), target, key, id_, time, source, correlation, causation

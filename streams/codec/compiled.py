@@ -29,6 +29,7 @@ a writer's own schema is read here; resolution between versions stays fastavro's
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -145,7 +146,7 @@ def _record(names: _Named, schema: dict[str, Any]) -> Node:
     record: list[Any] = []  # filled below: the node exists before its fields refer to it
     node = names.records[schema["name"]] = (m.T_RECORD, record)
     fields = tuple(
-        (f["name"], _node(names, f["type"]), "default" in f, f.get("default"))
+        (sys.intern(f["name"]), _node(names, f["type"]), "default" in f, f.get("default"))
         for f in schema["fields"]
     )
     required = all("default" not in f for f in schema["fields"])

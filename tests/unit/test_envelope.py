@@ -9,7 +9,14 @@ from datetime import UTC, datetime
 import pytest
 
 from streams.codec import AvroCodec
-from streams.envelope import DEFAULT_SOURCE, Envelope, envelope_from_fields, epoch_ms, new_id
+from streams.envelope import (
+    DEFAULT_SOURCE,
+    Envelope,
+    envelope_from_fields,
+    epoch_ms,
+    held_micros,
+    new_id,
+)
 from streams.schemas import default_catalog
 
 
@@ -145,3 +152,21 @@ def test_time_ms_is_the_time_in_epoch_milliseconds_rounded_down_whether_read_or_
     assert read.time == when and read.time_ms == 1767268800999  # after the datetime is made
     assert epoch_ms(datetime(1969, 12, 31, 23, 59, 59, 999_500, tzinfo=UTC)) == -1
     assert epoch_ms(datetime(2026, 1, 1, 12)) == epoch_ms(datetime(2026, 1, 1, 12, tzinfo=UTC))
+
+
+def test_a_made_envelope_holds_its_time_until_read_and_is_written_with_that_time() -> None:
+    """``new`` and ``follow`` stamp microseconds, not a datetime: the codec writes them as
+    they are, and the time read back, the datetime made later and ``time_ms`` agree."""
+    data = {"order_id": "o", "customer_id": "c", "items": [], "total_cents": 1, "currency": "EUR"}
+    before = datetime.now(UTC)
+    made = Envelope.new("order.placed", {"a": 1}).follow("order.placed", data, version=2)
+    held = held_micros(made)
+    assert held is not None
+    codec = AvroCodec(default_catalog())
+    read = codec.decode(*codec.encode(made))  # written from the microseconds held
+    assert made.time_ms == held // 1000  # no datetime made for it
+    assert held_micros(made) == held
+    assert before <= made.time == read.time <= datetime.now(UTC)  # the clock of utc_now
+    assert held_micros(made) is None  # read once: a datetime from now on
+    assert codec.decode(*codec.encode(made)).time == read.time
+    assert held_micros(Envelope(type="t", data={})) is None  # constructed: a datetime
