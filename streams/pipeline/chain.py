@@ -80,7 +80,8 @@ class Chain:
 
     def poll_timeout(self, ceiling: float) -> float:
         """How long the loop may wait for records: ``ceiling``, or less if a held retry
-        partition ripens sooner, or records are in flight."""
+        partition ripens sooner, records are in flight, or an early commit is due."""
+        ceiling = self.commit.poll_timeout(ceiling)
         if self.gate is not None:
             ceiling = self.gate.poll_timeout(ceiling)
         if self.concurrently is not None:

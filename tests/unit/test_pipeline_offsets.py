@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from confluent_kafka import TopicPartition
 
 from streams.pipeline.commit import Commit
@@ -63,6 +64,39 @@ def test_an_idle_consumer_commits_early_only_caught_up_and_with_an_idle_interval
     now[0] = 5.0
     patient.idle()
     assert patient._committer.calls == []  # type: ignore[attr-defined]
+
+
+def test_caught_up_too_soon_after_a_commit_the_loop_waits_only_until_the_early_commit() -> None:
+    """The last records of a burst are readable ``idle_s`` after the last commit, not when
+    the loop's wait for records (its poll timeout) runs out."""
+    now, at_end = [0.0], [True]
+    committer = Calls()
+    commit = Commit(  # type: ignore[arg-type]
+        committer, interval_s=1.0, clock=lambda: now[0], idle_s=0.1, at_end=lambda: at_end[0]
+    )
+    assert commit.poll_timeout(0.5) == 0.5  # nothing due
+    now[0] = 0.04
+    commit.idle()  # caught up 40 ms after the last commit: due at 0.1
+    assert committer.calls == []
+    assert commit.poll_timeout(0.5) == pytest.approx(0.06)
+    assert commit.poll_timeout(0.01) == 0.01  # a shorter wait asked for stays shorter
+    now[0] = 0.12  # the loop woke late: no negative wait
+    assert commit.poll_timeout(0.5) == 0.0
+    commit.idle()
+    assert committer.calls == ["commit"]
+    assert commit.poll_timeout(0.5) == 0.5  # committed: nothing due
+    now[0], at_end[0] = 0.15, False
+    commit.idle()  # records still to read: no early commit is due
+    assert commit.poll_timeout(0.5) == 0.5
+    at_end[0] = True
+    commit.idle()  # due at 0.22, then the interval's commit comes first
+    now[0] = 1.12
+    commit.poll()
+    assert committer.calls == ["commit", "commit"]
+    assert commit.poll_timeout(0.5) == 0.5
+    patient = Commit(Calls(), interval_s=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    patient.idle()
+    assert patient.poll_timeout(0.5) == 0.5  # no idle_s: never early
 
 
 def test_a_partition_is_at_its_end_once_read_to_its_last_fetched_offset() -> None:
