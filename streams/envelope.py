@@ -360,11 +360,11 @@ class WireEnvelope(TimedEnvelope):
 _PLAIN = (Envelope, TimedEnvelope, WireEnvelope)
 _TIMED = (TimedEnvelope, WireEnvelope)
 _set_micros = vars(TimedEnvelope)["_micros"].__set__
-T = TypeVar("T", bound=TimedEnvelope)
+_Timed = TypeVar("_Timed", bound=TimedEnvelope)
 
 
 def timed_envelope(  # noqa: PLR0917 - positional: the hot path's cheapest call
-    kind: type[T],
+    kind: type[_Timed],
     type: str,
     data: Mapping[str, Any] | None,
     version: int,
@@ -374,11 +374,11 @@ def timed_envelope(  # noqa: PLR0917 - positional: the hot path's cheapest call
     source: str,
     correlation_id: str | None,
     causation_id: str | None,
-) -> T:
+) -> _Timed:
     """A ``kind`` (``TimedEnvelope`` or ``WireEnvelope``, whose ``data`` waits: None) from
     every field, its time ``micros`` since the epoch (``envelope_from_fields`` takes a
     datetime)."""
-    env: T = _new(kind)
+    env: _Timed = _new(kind)
     _set_type(env, type)
     _set_data(env, data)
     _set_version(env, version)
@@ -399,15 +399,15 @@ _set_writer = vars(WireEnvelope)["_writer"].__set__
 
 def wire_envelope(
     value: bytes,
-    fields: tuple[str, str, int, int, str, str | None, str | None, str | None, bytes],
+    read_out: tuple[str, str, int, int, str, str | None, str | None, str | None, bytes],
     read: Callable[[bytes], Mapping[str, Any]],
     version: int,
 ) -> WireEnvelope:
-    """A ``WireEnvelope`` read from record ``value``, whose envelope ``fields`` are as
+    """A ``WireEnvelope`` read from record ``value``, whose envelope fields ``read_out`` are as
     ``streams.codec.envelope_wire.read_fields`` returns them (schema order: the time in
     microseconds, the payload bytes last); ``read`` reads the payload as ``version``. For
     codecs on the hot path."""
-    id, type, writer, micros, source, key, correlation_id, causation_id, payload = fields
+    id, type, writer, micros, source, key, correlation_id, causation_id, payload = read_out
     env = timed_envelope(
         WireEnvelope, type, None, version, key, id, micros, source, correlation_id, causation_id
     )
