@@ -79,6 +79,7 @@ class Envelope:
         event_id = new_id()
         if source is None:
             source = CURRENT_SOURCE.get()
+        correlation_id = correlation_id or event_id
         if cls is not Envelope:  # a subclass may have its own __init__
             return cls(
                 type=type,
@@ -87,9 +88,8 @@ class Envelope:
                 key=key,
                 id=event_id,
                 source=source,
-                correlation_id=correlation_id or event_id,
+                correlation_id=correlation_id,
             )
-        correlation_id = correlation_id or event_id
         return timed_envelope(
             TimedEnvelope, type, data, version, key, event_id, now_micros(), source, correlation_id,
             None,

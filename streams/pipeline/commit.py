@@ -176,13 +176,16 @@ class Commit:
         the last commit and every partition is read to its end, else note when it will
         have (``poll_timeout``; see the module docstring); without ``idle_s``, nothing."""
         idle = self._idle
-        if idle is not None:
-            now = self._clock()
-            if now - self._last >= idle:
-                if self._at_end():
-                    self._commit(now)
-            elif self._at_end():
-                self._due = self._last + idle
+        if idle is None:
+            return
+        if not self._at_end():  # records to read: no early commit until caught up again
+            self._due = None
+            return
+        now = self._clock()
+        if now - self._last >= idle:
+            self._commit(now)
+        else:
+            self._due = self._last + idle
 
     def poll_timeout(self, ceiling: float) -> float:
         """How long the loop may wait for records: ``ceiling``, or until an early commit

@@ -80,6 +80,12 @@ def test_caught_up_too_soon_after_a_commit_the_loop_waits_only_until_the_early_c
     assert committer.calls == []
     assert commit.poll_timeout(0.5) == pytest.approx(0.06)
     assert commit.poll_timeout(0.01) == 0.01  # a shorter wait asked for stays shorter
+    at_end[0] = False
+    commit.idle()  # records arrived meanwhile: nothing due until caught up again
+    assert commit.poll_timeout(0.5) == 0.5
+    at_end[0] = True
+    commit.idle()
+    assert commit.poll_timeout(0.5) == pytest.approx(0.06)
     now[0] = 0.12  # the loop woke late: no negative wait
     assert commit.poll_timeout(0.5) == 0.0
     commit.idle()
