@@ -12,14 +12,14 @@ TEST_WORKERS ?= 2
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo test test-unit test-integration test-container test-cluster lint docs docs-serve fmt bench \
-        broker-up broker-down broker-status image up down clean dist
+        test-pure broker-up broker-down broker-status image up down clean dist
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(STAMP): pyproject.toml setup.py streams/codec/varint.py streams/codec/envelope_wire.py \
-		streams/codec/avro_machine.py streams/codec/_compiled_avro_machine.pxd \
-		streams/codec/_compiled_varint.pxd
+# The install compiles the modules streams/speedups.py lists: an edit to one builds again.
+COMPILED_SOURCES := $(shell sed -n 's|^    "\(streams\.[a-z_.]*\)",$$|\1|p' streams/speedups.py | tr . / | sed 's|$$|.py|')
+$(STAMP): pyproject.toml setup.py streams/speedups.py $(COMPILED_SOURCES) $(wildcard streams/codec/*.pxd)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -32,9 +32,19 @@ demo: $(STAMP) ## run the tour on the local broker (started if needed)
 
 # The cluster tests run after the rest, in one process: they kill nodes of a three-node
 # cluster and need the CPU its JVMs take, which xdist workers would each start again.
-test: $(STAMP) ## run every test: unit, integration (real broker), container (TEST_WORKERS=2), then cluster
+test: $(STAMP) ## run every test: unit, integration (real broker), container (TEST_WORKERS=2), cluster, unit as plain Python
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal --ignore=tests/cluster $(PYTEST_ARGS)
 	$(BIN)/pytest tests/cluster $(PYTEST_ARGS)
+	$(PURE_UNIT) $(PYTEST_ARGS)
+
+# The unit tests again on the plain modules, what runs where no C compiler built the
+# compiled ones (streams/speedups.py); less the comparisons of the compiled with the plain.
+PURE_UNIT = STREAMS_PURE_PYTHON=1 $(BIN)/pytest -n $(TEST_WORKERS) tests/unit \
+	--ignore=tests/unit/test_codec_speedups.py \
+	--deselect tests/unit/test_codec_compiled.py::test_the_compiled_machine_does_what_the_plain_one_does
+
+test-pure: $(STAMP) ## unit tests on the plain Python modules (as without a C compiler)
+	$(PURE_UNIT) $(PYTEST_ARGS)
 
 test-unit: $(STAMP) ## unit tests only (no broker)
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

@@ -1,24 +1,27 @@
-"""Optional Cython build of the hot codec modules (see ``streams/codec/speedups.py``).
+"""Optional Cython build of the record path's modules (see ``streams/speedups.py``).
 
-Everything else is in ``pyproject.toml``. Each module in ``COMPILED`` is compiled,
-unchanged, into ``streams.codec._compiled_<name>``; without Cython or a C compiler (or
-with ``STREAMS_PURE_PYTHON=1``) the package installs as plain Python and says so once.
+Everything else is in ``pyproject.toml``. Each module in ``streams.speedups.COMPILED`` is
+compiled, unchanged, into an extension module of the same name beside its source; without
+Cython or a C compiler (or with ``STREAMS_PURE_PYTHON=1``) the package installs as plain
+Python and says so once.
 """
 
 from __future__ import annotations
 
 import os
+import runpy
 import sys
 from typing import Any
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-COMPILED = ("varint", "envelope_wire", "avro_machine")  # modules of streams.codec that call use_compiled
+# Read from the file, not imported: ``import streams`` would need the dependencies.
+COMPILED: tuple[str, ...] = runpy.run_path("streams/speedups.py")["COMPILED"]
 
 
 def _skip(why: object) -> None:
-    print(f"streams: codec modules stay plain Python ({why})", file=sys.stderr)
+    print(f"streams: the record path's modules stay plain Python ({why})", file=sys.stderr)
 
 
 def extensions() -> list[Any]:
@@ -29,10 +32,7 @@ def extensions() -> list[Any]:
     except ImportError as exc:
         _skip(exc)
         return []
-    modules = [
-        Extension(f"streams.codec._compiled_{name}", [f"streams/codec/{name}.py"])
-        for name in COMPILED
-    ]
+    modules = [Extension(name, [f"{name.replace('.', '/')}.py"]) for name in COMPILED]
     # annotation_typing off: Cython would read the annotations as C types (a float
     # accepted as an int, a str subclass or a bytearray refused): the compiled copy must do
     # exactly what the plain module does. build_dir keeps the generated C out of the tree;
@@ -45,12 +45,19 @@ def extensions() -> list[Any]:
             build_dir="build/cython",
             force=True,
             quiet=True,
+            nthreads=os.cpu_count() or 1,
         )
     )
 
 
 class OptionalBuildExt(build_ext):
-    """A failed compilation leaves the plain modules in use instead of failing the install."""
+    """A failed compilation leaves the plain modules in use instead of failing the install.
+    The C compiles run in parallel, one per core."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if self.parallel is None:
+            self.parallel = os.cpu_count() or 1
 
     def run(self) -> None:
         try:

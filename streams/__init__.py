@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from streams.speedups import install
+
+install()  # before any compiled module is imported: a stale compiled copy is not used
+
 if TYPE_CHECKING:
     from streams.codec import AvroCodec, Codec, CodecError, DecodeError, EncodeError, Upcasters
     from streams.envelope import Envelope

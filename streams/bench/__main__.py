@@ -7,12 +7,14 @@ run (its start time is the first figure).
 from __future__ import annotations
 
 import argparse
+import importlib
 import tempfile
 from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
 
+from streams import speedups
 from streams.bench import (
     bare_client,
     cluster,
@@ -34,7 +36,6 @@ from streams.bench import replay as replay_bench
 from streams.bench import windows as windows_bench
 from streams.bench.core import BenchContext, Row, peak_rss_mb
 from streams.broker import LocalBroker, free_port
-from streams.codec import avro_machine, envelope_wire, varint
 from streams.config import external_bootstrap
 
 # Each issue that adds a figure adds its section here.
@@ -106,13 +107,13 @@ def main() -> None:
                 broker.down()
     rows.append(Row("process", "peak RSS of the bench process", peak_rss_mb(), "MB"))
     _print(rows, console)
-    # every figure depends on it: say which codec modules ran (streams.codec.speedups)
-    kinds = (
-        f"{m.__name__.rpartition('.')[2]} "
-        + ("compiled with Cython" if m.COMPILED else "plain Python")
-        for m in (varint, envelope_wire, avro_machine)
+    # every figure depends on it: say whether the record path ran compiled (streams.speedups)
+    names = speedups.COMPILED
+    plain = [n for n in names if not speedups.compiled(importlib.import_module(n))]
+    console.print(
+        f"record path: {len(names) - len(plain)} of {len(names)} modules compiled with Cython"
+        + (f"; plain Python: {', '.join(plain)}" if plain else "")
     )
-    console.print(f"codec modules: {', '.join(kinds)}")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ which fields have a default, which logical conversion applies). ``write(program,
 and ``read(program, data)`` walk it; nothing here looks at a schema.
 
 Plain Python, and the contract is this module as written. ``setup.py`` also compiles it
-with Cython (see ``streams.codec.speedups``), with C types for the positions, bytes and
-varints declared beside it in ``_compiled_avro_machine.pxd``: the walk then runs as C,
+with Cython (see ``streams.speedups``), with C types for the positions, bytes and
+varints declared beside it in ``avro_machine.pxd``: the walk then runs as C,
 about three times as fast as the plain module. The unit tests run both on generated
 schemas and compare them with fastavro.
 
@@ -23,18 +23,24 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from streams.codec.speedups import use_compiled
+from streams.codec.avro_codes import (
+    T_ARRAY,
+    T_BOOLEAN,
+    T_BYTES,
+    T_DOUBLE,
+    T_ENUM,
+    T_FIXED,
+    T_FLOAT,
+    T_INT,
+    T_LOGICAL,
+    T_LONG,
+    T_MAP,
+    T_NULL,
+    T_RECORD,
+    T_STRING,
+    T_UNION,
+)
 from streams.codec.varint import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, read_long
-
-# The codes of a program's nodes. ``argument`` is, by code: T_FIXED its size; T_ENUM
-# (symbols, {symbol: encoded index}); T_ARRAY (item node, whether items take no bytes); T_MAP
-# the values' node; T_UNION (index of null, the other branch's node); T_RECORD a list
-# [fields, names, count] (a list so that a recursive record can hold itself), fields
-# being (name, node, whether it has a default, the default), and count the number of
-# fields when every one is required (-1 otherwise); T_LOGICAL (to Avro or None, from Avro
-# or None, the schema, the underlying node).
-T_NULL, T_BOOLEAN, T_INT, T_LONG, T_FLOAT, T_DOUBLE, T_BYTES, T_STRING = 0, 1, 2, 3, 4, 5, 6, 7
-T_FIXED, T_ENUM, T_ARRAY, T_MAP, T_UNION, T_RECORD, T_LOGICAL = 8, 9, 10, 11, 12, 13, 14
 
 NO_WIDTH = "items of no width: more than a record this size can mean"
 """Part of the message refusing a corrupt count of items that take no bytes."""
@@ -335,7 +341,3 @@ def _long(cursor: _Cursor) -> int:
         shift += 7
     value, cursor.pos = read_long(buf, cursor.pos)
     return value
-
-
-COMPILED = use_compiled(globals())
-"""Whether the functions above are their Cython-compiled copies (``streams.codec.speedups``)."""

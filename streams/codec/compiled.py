@@ -38,6 +38,7 @@ from typing import Any
 from fastavro._logical_readers import LOGICAL_READERS
 from fastavro._logical_writers import LOGICAL_WRITERS
 
+from streams.codec import avro_codes as c
 from streams.codec import avro_machine as m
 from streams.codec.avro_machine import NO_WIDTH
 from streams.codec.varint import long_bytes
@@ -49,14 +50,14 @@ Reader = Callable[[bytes], Any]
 Node = tuple[int, Any]
 
 _PRIMITIVES = {
-    "null": m.T_NULL,
-    "boolean": m.T_BOOLEAN,
-    "int": m.T_INT,
-    "long": m.T_LONG,
-    "float": m.T_FLOAT,
-    "double": m.T_DOUBLE,
-    "bytes": m.T_BYTES,
-    "string": m.T_STRING,
+    "null": c.T_NULL,
+    "boolean": c.T_BOOLEAN,
+    "int": c.T_INT,
+    "long": c.T_LONG,
+    "float": c.T_FLOAT,
+    "double": c.T_DOUBLE,
+    "bytes": c.T_BYTES,
+    "string": c.T_STRING,
 }
 
 
@@ -118,22 +119,22 @@ def _node(names: _Named, schema: Any) -> Node:
     prepare = _logical(schema, kind, LOGICAL_WRITERS)
     convert = _logical(schema, kind, LOGICAL_READERS)
     if prepare is not None or convert is not None:
-        return m.T_LOGICAL, (prepare, convert, schema, _node(names, _base(schema)))
+        return c.T_LOGICAL, (prepare, convert, schema, _node(names, _base(schema)))
     if kind in _PRIMITIVES:
         return _PRIMITIVES[kind], None
     if kind == "fixed":
-        return m.T_FIXED, int(schema["size"])
+        return c.T_FIXED, int(schema["size"])
     if kind == "enum":
         symbols = tuple(schema["symbols"])
-        return m.T_ENUM, (symbols, {s: long_bytes(i) for i, s in enumerate(symbols)})
+        return c.T_ENUM, (symbols, {s: long_bytes(i) for i, s in enumerate(symbols)})
     if kind == "array":
         items = schema["items"]
-        return m.T_ARRAY, (_node(names, items), _widthless(names, items, set()))
+        return c.T_ARRAY, (_node(names, items), _widthless(names, items, set()))
     if kind == "map":
-        return m.T_MAP, _node(names, schema["values"])
+        return c.T_MAP, _node(names, schema["values"])
     if kind == "union":
         null, other = _union_branch(schema)
-        return m.T_UNION, (null, _node(names, other))
+        return c.T_UNION, (null, _node(names, other))
     if kind == "record":
         return _record(names, schema)
     raise Unsupported(f"type {kind!r}")
@@ -144,7 +145,7 @@ def _record(names: _Named, schema: dict[str, Any]) -> Node:
     if known is not None:  # a record inside itself, or used twice: one node
         return known
     record: list[Any] = []  # filled below: the node exists before its fields refer to it
-    node = names.records[schema["name"]] = (m.T_RECORD, record)
+    node = names.records[schema["name"]] = (c.T_RECORD, record)
     fields = tuple(
         (sys.intern(f["name"]), _node(names, f["type"]), "default" in f, f.get("default"))
         for f in schema["fields"]

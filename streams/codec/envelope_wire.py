@@ -22,16 +22,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from streams.codec.avro_machine import (
-    T_BYTES,
-    T_INT,
-    T_LONG,
-    T_RECORD,
-    T_STRING,
-    T_UNION,
-    read_values,
-)
-from streams.codec.speedups import use_compiled
+from streams.codec.avro_codes import T_BYTES, T_INT, T_LONG, T_RECORD, T_STRING, T_UNION
+from streams.codec.avro_machine import read_values
 from streams.codec.varint import INT_MAX, INT_MIN, SMALL, long_bytes
 from streams.envelope import Envelope
 
@@ -156,7 +148,3 @@ def read_fields(
     if not INT_MIN <= fields[2] <= INT_MAX:
         raise ValueError(f"version {fields[2]} does not fit an Avro int")
     return fields  # type: ignore[no-any-return]
-
-
-COMPILED = use_compiled(globals())
-"""Whether the functions above are their Cython-compiled copies (``streams.codec.speedups``)."""

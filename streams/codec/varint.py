@@ -3,8 +3,6 @@ or compiled Avro path shares. Byte for byte what fastavro writes and reads."""
 
 from __future__ import annotations
 
-from streams.codec.speedups import use_compiled
-
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 SMALL = [bytes([n << 1]) for n in range(64)]
@@ -57,7 +55,3 @@ def read_long(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise ValueError("varint longer than 10 bytes")
-
-
-COMPILED = use_compiled(globals())
-"""Whether the functions above are their Cython-compiled copies (``streams.codec.speedups``)."""

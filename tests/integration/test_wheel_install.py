@@ -12,6 +12,7 @@ demo and the commands need no extra. About a minute: build ~15 s, install ~10 s,
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import shutil
 import subprocess
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from streams import speedups
 
 ROOT = Path(__file__).resolve().parents[2]
 WHEEL_STEPS = "topology,state,concurrency,replay"
@@ -113,7 +116,7 @@ def installed() -> Iterator[Installed]:
         print("timings:", ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
 
 
-def test_the_wheel_carries_the_examples_and_the_compiled_codec(installed: Installed) -> None:
+def test_the_wheel_carries_the_examples_and_the_compiled_modules(installed: Installed) -> None:
     names = set(zipfile.ZipFile(installed.wheel).namelist())
     for example in (ROOT / "topology").glob("*.py"):
         assert f"streams/examples/topology/{example.name}" in names
@@ -123,19 +126,16 @@ def test_the_wheel_carries_the_examples_and_the_compiled_codec(installed: Instal
             assert f"streams/examples/schemas/{relative}" in names
     assert "streams/py.typed" in names
     assert not [n for n in names if n.startswith(("tests/", "topology/", "schemas/"))]
-    compiled = {
-        Path(n).name.split(".")[0].removeprefix("_compiled_")
-        for n in names
-        if n.startswith("streams/codec/_compiled_")
-    }
     if os.environ.get("STREAMS_REQUIRE_COMPILED") == "1":  # CI: the C compiler is there
-        # Every codec module that swaps in its compiled copy has one in the wheel.
-        wanted = {
-            module.stem
-            for module in (ROOT / "streams" / "codec").glob("*.py")
-            if "use_compiled(globals())" in module.read_text()
-        }
-        assert compiled == wanted, sorted(names)
+        # Every module streams.speedups lists has its compiled copy beside its source.
+        suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+        missing = [
+            name
+            for name in speedups.COMPILED
+            if f"{name.replace('.', '/')}{suffix}" not in names
+            or f"{name.replace('.', '/')}.py" not in names
+        ]
+        assert missing == [], sorted(names)
 
 
 def test_the_installed_package_is_the_wheel_and_needs_no_extra(installed: Installed) -> None:

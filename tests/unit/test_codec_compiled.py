@@ -26,9 +26,9 @@ from streams.codec.compiled import (
     has_widthless_items,
     program_of,
 )
-from streams.codec.speedups import plain_copy
 from streams.codec.varint import long_bytes
 from streams.schemas import default_catalog
+from streams.speedups import compiled, plain_copy
 
 PRIMITIVES = ["null", "boolean", "int", "long", "float", "double", "bytes", "string"]
 LOGICAL = [
@@ -354,7 +354,7 @@ def _outcome(fn: Any, *args: Any) -> Any:
         return type(exc)
 
 
-@pytest.mark.skipif(not avro_machine.COMPILED, reason="avro_machine is not compiled here")
+@pytest.mark.skipif(not compiled(avro_machine), reason="avro_machine is not compiled here")
 @settings(max_examples=300, deadline=None)
 @given(schema_and_datum(), st.data())
 def test_the_compiled_machine_does_what_the_plain_one_does(

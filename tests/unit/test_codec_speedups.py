@@ -1,12 +1,9 @@
-"""The compiled codec modules are in use where they were built, and do exactly what the
-plain Python they are compiled from does: same bytes, same values, same errors."""
+"""The compiled codec modules do exactly what the plain Python they are compiled from does:
+same bytes, same values, same errors (whether they are in use: ``test_speedups``)."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -14,55 +11,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.codec import avro_machine, envelope_wire, speedups, varint
+from streams import speedups
+from streams.codec import avro_machine, envelope_wire, varint
 from streams.envelope import envelope_from_fields
-
-REQUIRE_ENV = "STREAMS_REQUIRE_COMPILED"  # CI: a build without them is a failure
 
 
 def _plain(module: ModuleType) -> ModuleType:
     copy = speedups.plain_copy(module)
-    assert copy.COMPILED is False
+    assert not speedups.compiled(copy)
     return copy
 
 
 COMPILED_MODULES = (varint, envelope_wire, avro_machine)
 PLAIN_VARINT, PLAIN_WIRE = _plain(varint), _plain(envelope_wire)
 needs_compiled = pytest.mark.skipif(
-    not all(m.COMPILED for m in COMPILED_MODULES),
+    not all(speedups.compiled(m) for m in COMPILED_MODULES),
     reason="the compiled codec modules are not in use (not built here, or STREAMS_PURE_PYTHON)",
 )
-
-
-def test_the_compiled_modules_are_in_use_where_built() -> None:
-    if os.environ.get(speedups.PURE_PYTHON_ENV):
-        assert not any(m.COMPILED for m in COMPILED_MODULES)
-        return
-    built = all(
-        importlib.util.find_spec(speedups.compiled_name(m.__name__)) is not None
-        for m in COMPILED_MODULES
-    )
-    if not built and not os.environ.get(REQUIRE_ENV):
-        pytest.skip("the codec modules were not compiled here (no Cython or C compiler)")
-    assert built, "setup.py did not compile the codec modules"
-    assert all(m.COMPILED for m in COMPILED_MODULES)
-    assert type(envelope_wire.read_fields).__name__ == "cython_function_or_method"
-    assert type(avro_machine.read).__name__ == "cython_function_or_method"
-
-
-def test_a_compiled_copy_older_than_its_source_is_not_used(tmp_path: Path) -> None:
-    if not varint.COMPILED:
-        pytest.skip("the codec modules were not compiled here")
-    source = tmp_path / "varint.py"
-    source.write_text(Path(varint.__file__).read_text())
-
-    def swapped() -> bool:
-        return speedups.use_compiled({"__name__": varint.__name__, "__file__": str(source)})
-
-    os.utime(source, (0, 0))  # written before the build
-    assert swapped()
-    os.utime(source, (2**33, 2**33))  # edited after the build
-    assert not swapped()
 
 
 def _outcome(fn: Any, *args: Any) -> Any:

@@ -1,7 +1,7 @@
-# C types for the Cython-compiled copy of avro_machine.py (setup.py compiles it into
-# streams.codec._compiled_avro_machine; this file is named for that module). The plain
-# module is the contract: every type here keeps what it does (values beyond a C type's
-# range are kept as Python objects or refused as the plain module refuses them).
+# C types for the Cython-compiled copy of avro_machine.py (setup.py compiles it beside
+# it; see streams/speedups.py). The plain module is the contract: every type here keeps
+# what it does (values beyond a C type's range are kept as Python objects or refused as
+# the plain module refuses them).
 cimport cython
 
 cdef int T_NULL, T_BOOLEAN, T_INT, T_LONG, T_FLOAT, T_DOUBLE, T_BYTES, T_STRING
