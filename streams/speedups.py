@@ -79,6 +79,8 @@ class _StaleOrPure(MetaPathFinder):
             return None  # not built: the source is what Python imports anyway
         built = Path(found.origin)
         source = built.with_name(f"{name.rpartition('.')[2]}.py")
+        if not source.is_file():
+            return None  # installed without its source: the compiled copy is all there is
         pure = bool(os.environ.get(PURE_PYTHON_ENV))
         if not pure and built.stat().st_mtime >= source.stat().st_mtime:
             return None  # fresh: Python imports the compiled copy

@@ -93,9 +93,18 @@ def test_a_module_not_listed_or_not_built_is_left_to_python(
     copies: tuple[Path, Path],
 ) -> None:
     source, built = copies
+    assert speedups._FINDER.find_spec("streams.state.memory", [str(source.parent)]) is None
     built.unlink()
     assert _imported(source.parent) is None  # only the source: Python imports it anyway
-    assert speedups._FINDER.find_spec("streams.state.memory", [str(source.parent)]) is None
+
+
+def test_a_compiled_copy_without_its_source_is_imported(
+    copies: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source, _built = copies
+    source.unlink()
+    monkeypatch.setenv(speedups.PURE_PYTHON_ENV, "1")  # no source to run instead
+    assert _imported(source.parent) is None
 
 
 def test_the_finder_asks_before_the_path_finder_once_streams_is_imported() -> None:
