@@ -79,7 +79,7 @@ bench: $(STAMP) ## measure throughput against a bare confluent-kafka loop
 
 # Built in an isolated environment (setuptools, wheel and Cython from PyPI); stale build
 # output is removed first, so a module deleted from the tree cannot ride along.
-dist: $(STAMP) ## build the wheel into dist/ (the codec compiled with Cython when a C compiler is here)
+dist: $(STAMP) ## build the wheel into dist/ (the record path compiled with Cython when a C compiler is here)
 	rm -rf build/lib.* build/bdist.* dist/streams-*.whl
 	$(BIN)/pip wheel --no-deps --wheel-dir dist .
 
@@ -101,6 +101,7 @@ up: $(STAMP) ## start the compose stack: Kafka + the orders topology (COMPOSE_PR
 down: ## stop the compose stack and remove its data
 	bash compose/stack.sh down
 
-clean: ## remove the virtualenv and caches (the Kafka jar cache stays)
+clean: ## remove the virtualenv, caches and compiled modules (the Kafka jar cache stays)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+	find streams -name '*.so' -delete
