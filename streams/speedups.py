@@ -65,6 +65,11 @@ def compiled(module: ModuleType) -> bool:
     return not (module.__file__ or "").endswith(".py")
 
 
+def _source(file: str, name: str) -> Path:
+    """The source of module ``name`` beside ``file``, its compiled copy or the source itself."""
+    return Path(file).with_name(f"{name.rpartition('.')[2]}.py")
+
+
 class _StaleOrPure(MetaPathFinder):
     """Imports the source of a compiled module whose copy is stale, or of every one under
     ``STREAMS_PURE_PYTHON``; leaves every other import to the finders after it."""
@@ -77,8 +82,7 @@ class _StaleOrPure(MetaPathFinder):
         found = PathFinder.find_spec(name, path)
         if found is None or found.origin is None or found.origin.endswith(".py"):
             return None  # not built: the source is what Python imports anyway
-        built = Path(found.origin)
-        source = built.with_name(f"{name.rpartition('.')[2]}.py")
+        built, source = Path(found.origin), _source(found.origin, name)
         if not source.is_file():
             return None  # installed without its source: the compiled copy is all there is
         pure = bool(os.environ.get(PURE_PYTHON_ENV))
@@ -100,7 +104,7 @@ def install() -> None:
 def plain_copy(module: ModuleType) -> ModuleType:
     """A fresh copy of ``module`` run from its source (``package.plain_<name>``): what the
     tests compare a compiled module with."""
-    source = Path(module.__file__ or "").with_name(f"{module.__name__.rpartition('.')[2]}.py")
+    source = _source(module.__file__ or "", module.__name__)
     name = f"{module.__package__}.plain_{source.stem}"
     spec = importlib.util.spec_from_file_location(name, source)
     assert spec is not None and spec.loader is not None
