@@ -150,6 +150,16 @@ def group_protocol(settings: Mapping[str, Any]) -> str:
     return str(settings.get("group.protocol", "classic")).strip().lower()
 
 
+def incremental_rebalances(settings: Mapping[str, Any]) -> bool:
+    """Whether a consumer with ``settings`` is handed partitions incrementally (its assign
+    calls are ``incremental_assign``): every KIP-848 group, and classic groups on the
+    cooperative-sticky assignor. Classic eager assignors (librdkafka's default
+    ``range,roundrobin``) revoke everything and hand out a whole assignment (``assign``)."""
+    if group_protocol(settings) == CONSUMER_PROTOCOL:
+        return True
+    return "cooperative" in str(settings.get("partition.assignment.strategy", "range,roundrobin"))
+
+
 def check_group_settings(settings: Mapping[str, Any]) -> None:
     """Raise ClientConfigError naming the first setting of ``settings`` that their group
     protocol refuses (librdkafka would fail the consumer's creation with a stack trace)."""

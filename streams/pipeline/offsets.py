@@ -21,7 +21,7 @@ import base64
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import OFFSET_INVALID, KafkaException, TopicPartition
 
 from streams.client_errors import transient
 from streams.coordinates import TP
@@ -149,15 +149,25 @@ class OffsetReader(Protocol):
         self, partition: TopicPartition, timeout: float = ..., cached: bool = ...
     ) -> Any: ...
     def seek(self, partition: TopicPartition) -> None: ...
+    def assign(self, partitions: list[TopicPartition]) -> None: ...
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None: ...
 
 
 class Partitions:
     """The assigned partitions of one instance (see the module docstring). Not thread-safe."""
 
-    def __init__(self, consumer: OffsetReader, *, auto_offset_reset: str, timeout: float) -> None:
+    def __init__(
+        self,
+        consumer: OffsetReader,
+        *,
+        auto_offset_reset: str,
+        timeout: float,
+        incremental: bool = True,
+    ) -> None:
         self._consumer = consumer
         self._latest = auto_offset_reset in _LATEST
         self._timeout = timeout
+        self._incremental = incremental  # the group's assign call (``incremental_rebalances``)
         self._map: dict[TP, PartitionOffsets] = {}
 
     def __len__(self) -> int:
@@ -232,6 +242,20 @@ class Partitions:
                 po.skip, po.committed_ahead = skip, tuple(sorted(skip))
         return out
 
+    def start(self, keys: Sequence[TP]) -> None:
+        """Have the consumer fetch ``keys`` (just assigned: called in the rebalance
+        callback) from their committed offsets, read here (now, unless a committer read
+        them for its restore), rather than let librdkafka read them again: its own read,
+        answered NOT_COORDINATOR while the group's coordinator moves to another node,
+        leaves the partitions assigned and never fetched, with no error after the first
+        (librdkafka #5586). Blocks on the broker; raises ``BrokerUnavailable``."""
+        self.load_committed([k for k in keys if self._map[k].committed is None])
+        start = [TopicPartition(t, p, _or_invalid(self._map[(t, p)].committed)) for t, p in keys]
+        if self._incremental:
+            self._consumer.incremental_assign(start)
+        else:  # an eager group's callback is handed its whole assignment
+            self._consumer.assign(start)
+
     def rewind_to_committed(self, exclude: Iterable[TP] = ()) -> list[TP]:
         """Seek every assigned partition (but ``exclude``) back to its committed offset and
         forget its progress: what was processed since is processed again.
@@ -256,6 +280,11 @@ class Partitions:
         if transient(exc.args[0]):
             return unavailable(exc, doing)
         return RuntimeFailure(f"error {doing}: {exc.args[0].str()}")
+
+
+def _or_invalid(offset: int | None) -> int:
+    """librdkafka's "no offset" (it reads the committed one itself) for an unknown one."""
+    return OFFSET_INVALID if offset is None else offset
 
 
 class Track(Forward):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from streams.cluster import Topics
 from streams.codec import Codec
+from streams.config import incremental_rebalances
 from streams.failures.handler import FailureHandler
 from streams.logs import Logger
 from streams.observability.health import Health
@@ -190,7 +191,12 @@ class Assembly:
 
     @cached_property
     def consumer(self) -> Any:
-        """The instance's consumer: its group's settings (``RuntimeConfig.consumer_config``),
+        """The instance's consumer (``consumer_settings``)."""
+        return self._clients.consumer(self.consumer_settings)
+
+    @cached_property
+    def consumer_settings(self) -> dict[str, Any]:
+        """The consumer's librdkafka settings: its group's (``RuntimeConfig.consumer_config``),
         the query endpoint advertised in its client id, librdkafka's statistics for the
         metrics."""
         topology, config, app = self.topology, self.config, self.topology.app_id
@@ -207,7 +213,7 @@ class Assembly:
             settings = {"client.id": client_id(app, endpoint), **settings}
         if self.metrics is not None:
             settings.update(self.metrics.client_settings("consumer"))
-        return self._clients.consumer(settings)
+        return settings
 
     @cached_property
     def make_producer(self) -> Callable[[], Any]:
@@ -234,6 +240,7 @@ class Assembly:
             self.consumer,
             auto_offset_reset=config.auto_offset_reset,
             timeout=config.shutdown_timeout_s,
+            incremental=incremental_rebalances(self.consumer_settings),
         )
 
     @cached_property

@@ -150,8 +150,8 @@ def group_membership(
     assignor when asked (else its default, ``uniform``). Never static there: with
     librdkafka 2.16 on Kafka 4.4 a static member restarted after a crash gets a fatal
     UNRELEASED_INSTANCE_ID until the broker expires its predecessor (45 s by default).
-    Every rebalance is incremental with either (confluent-kafka applies each callback's
-    partitions with ``incremental_assign``/``incremental_unassign``)."""
+    Rebalances are incremental on the consumer protocol and with cooperative-sticky; the
+    classic ``range`` assignor is eager (``streams.config.incremental_rebalances``)."""
     if group_protocol(settings) == CONSUMER_PROTOCOL:
         return {"group.remote.assignor": "range"} if range_assignor else {}
     static = {"group.instance.id": group_instance_id} if group_instance_id is not None else {}

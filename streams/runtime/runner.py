@@ -10,9 +10,10 @@ Contract and timing:
   instances to scale out (with failure routing: the range assignor, so partition *n* of
   an input and of its retry tiers land on the same instance, where its waiting room is).
   The group protocol is the user's (``group.protocol``: classic or consumer, KIP-848;
-  rebalances are incremental with both); on the classic one, with ``static_membership``,
-  the instance is a static member named by its slot, so a restart takes its partitions
-  back without a rebalance (``streams.runtime.config.group_membership``).
+  rebalances are incremental with both, but for the range assignor on classic); on the
+  classic one, with ``static_membership``, the instance is a static member named by its
+  slot, so a restart takes its partitions back without a rebalance
+  (``streams.runtime.config.group_membership``).
   Records are consumed in batches and processed one at a time, in offset order per
   partition, on this thread; records of one key are never reordered.
 - Each record goes through the chain of steps assembled once from the topology
@@ -24,8 +25,9 @@ Contract and timing:
   stores every commit is a checkpoint; with ``exactly_once`` a transaction
   (``streams.runtime.commit``).
 - Rebalance: on assign, the stores of the new partitions are restored before any of
-  their records is processed; reading starts at the committed offsets
-  (``auto_offset_reset`` for a new group). On revoke, their work is committed, then they
+  their records is processed; reading starts at the committed offsets, which the
+  callback reads and hands to the consumer with the assignment (``Partitions.start``;
+  ``auto_offset_reset`` for a new group). On revoke, their work is committed, then they
   are released. Lost partitions (the session expired) commit nothing.
 - A record whose policy says FAIL is never committed: ``run`` raises ``ProcessingError``
   after committing the others. With a ``RetryPolicy`` failures go through retry topics
@@ -340,6 +342,7 @@ class Runtime:
         self.health.restoring = True
         try:
             self._committer.assigned(keys)  # restores the stores (blocks)
+            self._partitions.start(keys)  # from the committed offsets read (blocks)
         except BrokerUnavailable:
             # Assigned all the same (librdkafka assigns when the callback fails); the error
             # leaves the consumer's poll for the loop's recovery, which restores the stores.

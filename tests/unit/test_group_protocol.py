@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException
 
-from streams.config import CLASSIC_ONLY, ClientConfigError, client_config, client_settings
+from streams.config import (
+    CLASSIC_ONLY,
+    ClientConfigError,
+    client_config,
+    client_settings,
+    incremental_rebalances,
+)
 from streams.pipeline.failure import needs_range_assignor
 from streams.runtime.config import RuntimeConfig, split_client_overrides
 from streams.topology import TopologyBuilder, owned
@@ -75,6 +81,27 @@ def test_the_users_classic_settings_win() -> None:
     ).consumer_config("app", range_assignor=True)
     assert config["partition.assignment.strategy"] == "roundrobin"
     assert config["session.timeout.ms"] == "6000"
+
+
+@pytest.mark.parametrize(
+    ("items", "range_assignor", "incremental"),
+    [
+        ((), False, True),  # cooperative-sticky
+        ((), True, False),  # range: eager
+        (("consumer.partition.assignment.strategy=roundrobin",), False, False),
+        (("consumer.partition.assignment.strategy=cooperative-sticky",), True, True),
+        (("group.protocol=consumer",), False, True),  # every KIP-848 group
+        (("group.protocol=consumer",), True, True),
+    ],
+)
+def test_the_runtime_knows_whether_its_group_assigns_incrementally(
+    items: tuple[str, ...], range_assignor: bool, incremental: bool
+) -> None:
+    """The rebalance callback starts the partitions itself, with ``incremental_assign`` or
+    ``assign``: librdkafka refuses the one that is not its group's."""
+    config = runtime_config(*items).consumer_config("app", range_assignor=range_assignor)
+    assert incremental_rebalances(config) is incremental
+    assert incremental_rebalances({}) is False  # librdkafka's default: range,roundrobin
 
 
 @pytest.mark.parametrize("key", sorted(CLASSIC_ONLY))

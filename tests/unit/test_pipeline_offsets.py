@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from confluent_kafka import TopicPartition
 
@@ -163,6 +165,59 @@ def test_rewinding_seeks_to_the_committed_offsets_and_forgets_progress() -> None
     assert second is not None and second.position == 7  # excluded: untouched
     (tp,) = consumer.position([TopicPartition("t", 0)])
     assert tp.offset == 3
+
+
+class Recorded:
+    """A memory consumer that notes which partitions' committed offsets were read and
+    how the partitions were assigned."""
+
+    def __init__(self, consumer: Any) -> None:
+        self._consumer = consumer
+        self.read: list[tuple[str, int]] = []
+        self.assigned: list[tuple[str, list[tuple[str, int, int]]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._consumer, name)
+
+    def committed(self, partitions: list[TopicPartition], timeout: float = 1) -> Any:
+        self.read += [(tp.topic, tp.partition) for tp in partitions]
+        return self._consumer.committed(partitions, timeout=timeout)
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.assigned.append(("assign", [(p.topic, p.partition, p.offset) for p in partitions]))
+        self._consumer.assign(partitions)
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        self.assigned.append(
+            ("incremental_assign", [(p.topic, p.partition, p.offset) for p in partitions])
+        )
+        self._consumer.incremental_assign(partitions)
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_assigned_partitions_start_at_the_committed_offsets_read_once(incremental: bool) -> None:
+    """librdkafka is handed each partition's offset: it reads none itself (its own read can
+    leave a partition never fetched when the coordinator moves, librdkafka #5586)."""
+    cluster = MemoryCluster()
+    cluster.create_topic("t", 2)
+    producer = cluster.producer({})
+    for i in range(5):
+        producer.produce("t", b"%d" % i, partition=0)
+    setup = cluster.consumer({"group.id": "g"})
+    setup.commit(offsets=[TopicPartition("t", 0, 3)], asynchronous=False)
+    consumer = Recorded(cluster.consumer({"group.id": "g"}))
+    partitions = Partitions(
+        consumer, auto_offset_reset="earliest", timeout=1, incremental=incremental
+    )
+    keys = [("t", 0), ("t", 1)]
+    partitions.assign(keys)
+    partitions.load_committed([("t", 0)])  # as a committer restoring stores does
+    partitions.start(keys)
+    assert consumer.read == [("t", 0), ("t", 1)]  # each once: t[0] not read again
+    call = "incremental_assign" if incremental else "assign"
+    assert consumer.assigned == [(call, [("t", 0, 3), ("t", 1, 0)])]
+    msg = consumer.poll(0)
+    assert msg is not None and (msg.partition(), msg.offset()) == (0, 3)
 
 
 def test_a_partition_without_a_commit_starts_where_auto_offset_reset_says() -> None:
