@@ -21,7 +21,7 @@ import base64
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
-from confluent_kafka import OFFSET_INVALID, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
 
 from streams.client_errors import transient
 from streams.coordinates import TP
@@ -214,16 +214,8 @@ class Partitions:
         """Read the committed offset of each of ``keys`` (none: where ``auto.offset.reset``
         starts a new group) and remember it. Blocks on the broker; raises
         ``BrokerUnavailable`` when it does not answer."""
-        if not keys:
-            return {}
-        try:
-            found = self._consumer.committed(
-                [TopicPartition(t, p) for t, p in keys], timeout=self._timeout
-            )
-        except KafkaException as exc:
-            raise self._error(exc, "reading the committed offsets") from exc
         out: dict[TP, int] = {}
-        for tp in found:
+        for tp in self._read_committed(keys):
             offset = int(tp.offset)
             if offset < 0:
                 try:
@@ -235,11 +227,7 @@ class Partitions:
                 offset = int(high if self._latest else low)
             key = (tp.topic, tp.partition)
             out[key] = offset
-            po = self._map.get(key)
-            if po is not None:
-                po.committed = offset
-                skip = decode_ahead(offset, getattr(tp, "metadata", None))
-                po.skip, po.committed_ahead = skip, tuple(sorted(skip))
+            self._remember(key, offset, getattr(tp, "metadata", None))
         return out
 
     def start(self, keys: Sequence[TP]) -> None:
@@ -248,13 +236,45 @@ class Partitions:
         them for its restore), rather than let librdkafka read them again: its own read,
         answered NOT_COORDINATOR while the group's coordinator moves to another node,
         leaves the partitions assigned and never fetched, with no error after the first
-        (librdkafka #5586). Blocks on the broker; raises ``BrokerUnavailable``."""
-        self.load_committed([k for k in keys if self._map[k].committed is None])
-        start = [TopicPartition(t, p, _or_invalid(self._map[(t, p)].committed)) for t, p in keys]
+        (librdkafka #5586). A partition never committed starts at librdkafka's logical
+        beginning or end (``auto.offset.reset``), which it resolves without that read.
+        Blocks on the broker; raises ``BrokerUnavailable``."""
+        for tp in self._read_committed([k for k in keys if self._map[k].committed is None]):
+            if tp.offset >= 0:
+                self._remember(
+                    (tp.topic, tp.partition), int(tp.offset), getattr(tp, "metadata", None)
+                )
+        reset = OFFSET_END if self._latest else OFFSET_BEGINNING
+        start = []
+        for topic, partition in keys:
+            committed = self._map[(topic, partition)].committed
+            start.append(
+                TopicPartition(topic, partition, reset if committed is None else committed)
+            )
         if self._incremental:
             self._consumer.incremental_assign(start)
         else:  # an eager group's callback is handed its whole assignment
             self._consumer.assign(start)
+
+    def _read_committed(self, keys: Sequence[TP]) -> list[TopicPartition]:
+        """The group's committed offsets of ``keys`` as the broker holds them (negative:
+        none). Raises ``BrokerUnavailable`` when it does not answer."""
+        if not keys:
+            return []
+        try:
+            found: list[TopicPartition] = self._consumer.committed(
+                [TopicPartition(t, p) for t, p in keys], timeout=self._timeout
+            )
+        except KafkaException as exc:
+            raise self._error(exc, "reading the committed offsets") from exc
+        return found
+
+    def _remember(self, key: TP, offset: int, metadata: str | None) -> None:
+        po = self._map.get(key)
+        if po is not None:
+            po.committed = offset
+            skip = decode_ahead(offset, metadata)
+            po.skip, po.committed_ahead = skip, tuple(sorted(skip))
 
     def rewind_to_committed(self, exclude: Iterable[TP] = ()) -> list[TP]:
         """Seek every assigned partition (but ``exclude``) back to its committed offset and
@@ -280,11 +300,6 @@ class Partitions:
         if transient(exc.args[0]):
             return unavailable(exc, doing)
         return RuntimeFailure(f"error {doing}: {exc.args[0].str()}")
-
-
-def _or_invalid(offset: int | None) -> int:
-    """librdkafka's "no offset" (it reads the committed one itself) for an unknown one."""
-    return OFFSET_INVALID if offset is None else offset
 
 
 class Track(Forward):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 
 from streams.pipeline.commit import Commit
 from streams.pipeline.offsets import PartitionOffsets, Partitions
@@ -197,7 +197,8 @@ class Recorded:
 @pytest.mark.parametrize("incremental", [True, False])
 def test_assigned_partitions_start_at_the_committed_offsets_read_once(incremental: bool) -> None:
     """librdkafka is handed each partition's offset: it reads none itself (its own read can
-    leave a partition never fetched when the coordinator moves, librdkafka #5586)."""
+    leave a partition never fetched when the coordinator moves, librdkafka #5586). One
+    never committed starts at the logical beginning, which librdkafka resolves."""
     cluster = MemoryCluster()
     cluster.create_topic("t", 2)
     producer = cluster.producer({})
@@ -215,7 +216,9 @@ def test_assigned_partitions_start_at_the_committed_offsets_read_once(incrementa
     partitions.start(keys)
     assert consumer.read == [("t", 0), ("t", 1)]  # each once: t[0] not read again
     call = "incremental_assign" if incremental else "assign"
-    assert consumer.assigned == [(call, [("t", 0, 3), ("t", 1, 0)])]
+    assert consumer.assigned == [(call, [("t", 0, 3), ("t", 1, OFFSET_BEGINNING)])]
+    never = partitions.get(("t", 1))
+    assert never is not None and never.committed is None  # as without the read
     msg = consumer.poll(0)
     assert msg is not None and (msg.partition(), msg.offset()) == (0, 3)
 
@@ -226,8 +229,13 @@ def test_a_partition_without_a_commit_starts_where_auto_offset_reset_says() -> N
     producer = cluster.producer({})
     for i in range(4):
         producer.produce("t", b"%d" % i, partition=0)
-    consumer = cluster.consumer({"group.id": "g"})
+    consumer = Recorded(cluster.consumer({"group.id": "g"}))
     latest = Partitions(consumer, auto_offset_reset="latest", timeout=1)
     earliest = Partitions(consumer, auto_offset_reset="earliest", timeout=1)
+    # read for a restore: resolved to the partition's next or first offset
     assert latest.load_committed([("t", 0)]) == {("t", 0): 4}
     assert earliest.load_committed([("t", 0)]) == {("t", 0): 0}
+    # handed to the consumer on assignment: librdkafka's logical end, resolved by it
+    latest.assign([("t", 0)])
+    latest.start([("t", 0)])
+    assert consumer.assigned == [("incremental_assign", [("t", 0, OFFSET_END)])]
