@@ -47,6 +47,7 @@ class PartitionOffsets:
         "ahead",
         "committed",
         "committed_ahead",
+        "from_reset",
         "guard",
         "partition",
         "position",
@@ -60,6 +61,9 @@ class PartitionOffsets:
         self.partition = partition
         self.position: int | None = None
         self.committed = committed
+        # ``committed`` is where ``auto.offset.reset`` starts: the group never committed
+        # this partition (``Partitions.load_committed`` resolved it for a restore).
+        self.from_reset = False
         self.guard: GuardedPartition | None = None
         """The crash guard, while it watches this partition (``streams.pipeline.crash_guard``)."""
         self.ahead: tuple[int, ...] = ()
@@ -96,6 +100,7 @@ class PartitionOffsets:
     def committed_now(self, offset: int) -> None:
         """``offset`` (from ``commit_offset``) was committed."""
         self.committed = offset
+        self.from_reset = False
         self.committed_ahead = self.ahead
 
 
@@ -227,7 +232,7 @@ class Partitions:
                 offset = int(high if self._latest else low)
             key = (tp.topic, tp.partition)
             out[key] = offset
-            self._remember(key, offset, getattr(tp, "metadata", None))
+            self._remember(key, offset, getattr(tp, "metadata", None), from_reset=tp.offset < 0)
         return out
 
     def start(self, keys: Sequence[TP]) -> None:
@@ -237,7 +242,10 @@ class Partitions:
         answered NOT_COORDINATOR while the group's coordinator moves to another node,
         leaves the partitions assigned and never fetched, with no error after the first
         (librdkafka #5586). A partition never committed starts at librdkafka's logical
-        beginning or end (``auto.offset.reset``), which it resolves without that read.
+        beginning or end (``auto.offset.reset``), which it resolves without that read, even
+        when a restore resolved it to a number already (handed that number instead, one of
+        two instances of a new group on two cores ran 10-15% idle; librdkafka's reason
+        unknown).
         Blocks on the broker; raises ``BrokerUnavailable``."""
         for tp in self._read_committed([k for k in keys if self._map[k].committed is None]):
             if tp.offset >= 0:
@@ -247,9 +255,12 @@ class Partitions:
         reset = OFFSET_END if self._latest else OFFSET_BEGINNING
         start = []
         for topic, partition in keys:
-            committed = self._map[(topic, partition)].committed
+            po = self._map[(topic, partition)]
+            committed = po.committed
             start.append(
-                TopicPartition(topic, partition, reset if committed is None else committed)
+                TopicPartition(
+                    topic, partition, reset if committed is None or po.from_reset else committed
+                )
             )
         if self._incremental:
             self._consumer.incremental_assign(start)
@@ -269,10 +280,13 @@ class Partitions:
             raise self._error(exc, "reading the committed offsets") from exc
         return found
 
-    def _remember(self, key: TP, offset: int, metadata: str | None) -> None:
+    def _remember(
+        self, key: TP, offset: int, metadata: str | None, *, from_reset: bool = False
+    ) -> None:
         po = self._map.get(key)
         if po is not None:
             po.committed = offset
+            po.from_reset = from_reset
             skip = decode_ahead(offset, metadata)
             po.skip, po.committed_ahead = skip, tuple(sorted(skip))
 

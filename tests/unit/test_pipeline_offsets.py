@@ -224,6 +224,9 @@ def test_assigned_partitions_start_at_the_committed_offsets_read_once(incrementa
 
 
 def test_a_partition_without_a_commit_starts_where_auto_offset_reset_says() -> None:
+    """A restore needs a number: the first or next offset. The consumer is handed the
+    logical beginning or end all the same, without a second read (handed the number, one
+    of two instances of a new group ran 10-15% idle)."""
     cluster = MemoryCluster()
     cluster.create_topic("t", 1)
     producer = cluster.producer({})
@@ -232,10 +235,27 @@ def test_a_partition_without_a_commit_starts_where_auto_offset_reset_says() -> N
     consumer = Recorded(cluster.consumer({"group.id": "g"}))
     latest = Partitions(consumer, auto_offset_reset="latest", timeout=1)
     earliest = Partitions(consumer, auto_offset_reset="earliest", timeout=1)
-    # read for a restore: resolved to the partition's next or first offset
-    assert latest.load_committed([("t", 0)]) == {("t", 0): 4}
-    assert earliest.load_committed([("t", 0)]) == {("t", 0): 0}
-    # handed to the consumer on assignment: librdkafka's logical end, resolved by it
-    latest.assign([("t", 0)])
-    latest.start([("t", 0)])
-    assert consumer.assigned == [("incremental_assign", [("t", 0, OFFSET_END)])]
+    for partitions, number, logical in ((latest, 4, OFFSET_END), (earliest, 0, OFFSET_BEGINNING)):
+        consumer.read, consumer.assigned = [], []
+        partitions.assign([("t", 0)])
+        # read for a restore (as a committer restoring stores does): resolved to a number
+        assert partitions.load_committed([("t", 0)]) == {("t", 0): number}
+        partitions.start([("t", 0)])
+        assert consumer.read == [("t", 0)]  # once
+        assert consumer.assigned == [("incremental_assign", [("t", 0, logical)])]
+
+
+def test_a_partition_committed_once_starts_at_its_committed_offset() -> None:
+    """The logical offset is for a partition never committed: once a commit of this
+    instance took, a later assignment starts at it."""
+    cluster = MemoryCluster()
+    cluster.create_topic("t", 1)
+    consumer = Recorded(cluster.consumer({"group.id": "g"}))
+    partitions = Partitions(consumer, auto_offset_reset="earliest", timeout=1)
+    partitions.assign([("t", 0)])
+    partitions.load_committed([("t", 0)])
+    po = partitions.get(("t", 0))
+    assert po is not None and po.from_reset
+    po.committed_now(2)
+    partitions.start([("t", 0)])
+    assert consumer.assigned == [("incremental_assign", [("t", 0, 2)])]
