@@ -263,7 +263,12 @@ class Assembly:
             config.shutdown_timeout_s,
             self.log,
         )
-        committer = make_committer(context, local.state, local.transactional_id)
+        tid = local.transactional_id
+        # The producer's own setting (a user's -X included): librdkafka's default is 60 s.
+        timeout_ms = config.producer_config(tid).get("transaction.timeout.ms", 60_000)
+        committer = make_committer(
+            context, local.state, tid, transaction_timeout_s=float(timeout_ms) / 1000
+        )
         return self.metrics.timed(committer) if self.metrics is not None else committer
 
     @cached_property

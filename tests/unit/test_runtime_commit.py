@@ -36,6 +36,7 @@ from streams.testing.memory import MemoryCluster, MemoryConsumer, MemoryProducer
 from streams.testing.memory.admin import MemoryAdmin
 
 CHANGELOG = "app-seen-changelog"
+TRANSACTION_TIMEOUT_S = 10.0
 
 
 def source_offset(record: StoredRecord) -> int | None:
@@ -102,8 +103,15 @@ class Setup:
         )
         self.context = context
         self.committer: TransactionCommitter | CheckpointCommitter | OffsetCommitter
+        self.now = 0.0  # the committer's clock (a transaction's age)
         if exactly_once:
-            self.committer = TransactionCommitter(context, self.state, "app-0")
+            self.committer = TransactionCommitter(
+                context,
+                self.state,
+                "app-0",
+                transaction_timeout_s=TRANSACTION_TIMEOUT_S,
+                clock=lambda: self.now,
+            )
         else:
             self.committer = CheckpointCommitter(context, self.state)
         self.committer.start()
@@ -176,6 +184,26 @@ def test_a_fenced_producer_stops_and_nothing_commits_after() -> None:
     s.committer.finish(None)
     assert len(s.producer.calls) == calls
     assert s.committed(0) == 0
+
+
+def test_fenced_after_the_transaction_timeout_is_an_outage_and_a_new_producer_goes_on() -> None:
+    """The broker aborts a transaction open past ``transaction.timeout.ms`` (a commit that
+    waited out its coordinator's move) and bumps the epoch: librdkafka says fenced, but no
+    other instance took over. Recovery's new producer redoes the work from the last
+    commit; fenced any sooner still stops the instance (the test above)."""
+    s = Setup({0: 0}, exactly_once=True)
+    s.process(0, 0)
+    s.now = TRANSACTION_TIMEOUT_S  # the commit below ends a transaction this old
+    s.producer.fail_commits(KafkaError(KafkaError._FENCED, fatal=True))
+    with pytest.raises(BrokerUnavailable, match="the broker timed out"):
+        s.committer.commit()
+    old = s.producer
+    s.committer.recover()
+    assert s.producer is not old and s.sink.producer is s.producer
+    assert s.committed(0) == 0
+    s.process(0, 0)  # processed again, from the committed offset
+    s.committer.commit()
+    assert s.committed(0) == 1
 
 
 def test_a_checkpoint_flushes_store_changes_of_a_partition_without_new_records() -> None:

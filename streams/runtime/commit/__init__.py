@@ -40,12 +40,19 @@ __all__ = [
 
 
 def make_committer(
-    ctx: CommitContext, state: StateManager | None, transactional_id: str | None
+    ctx: CommitContext,
+    state: StateManager | None,
+    transactional_id: str | None,
+    *,
+    transaction_timeout_s: float = 60.0,
 ) -> Committer:
-    """The committer for a guarantee (exactly-once when given a ``transactional_id``) and a
-    state (see the module docstring)."""
+    """The committer for a guarantee (exactly-once when given a ``transactional_id``, its
+    producer's ``transaction.timeout.ms`` as ``transaction_timeout_s``) and a state (see
+    the module docstring)."""
     if transactional_id is not None:
-        return TransactionCommitter(ctx, state, transactional_id)
+        return TransactionCommitter(
+            ctx, state, transactional_id, transaction_timeout_s=transaction_timeout_s
+        )
     if state is not None:
         return CheckpointCommitter(ctx, state)
     return OffsetCommitter(ctx)

@@ -12,7 +12,11 @@ broker refuses as abortable, partitions lost) is aborted: store changes are drop
 every partition is rewound to its committed offset (``Partitions.rewind_to_committed``),
 so what was processed since is processed again. A producer fenced by a newer instance
 with the same ``transactional.id`` raises ``ProducerFencedError``, another fatal error
-``TransactionError``: from then on nothing is committed or aborted. A broker outage raises
+``TransactionError``: from then on nothing is committed or aborted. Fenced at the end of a
+transaction open longer than ``transaction.timeout.ms`` is not that: the broker aborted
+the transaction itself and bumped the producer's epoch (a commit that waited out its
+coordinator's move past the timeout; KIP-588's case, which librdkafka reports as fencing),
+so it is an outage like any other. A broker outage raises
 ``BrokerUnavailable`` instead of waiting in an abort; ``recover`` then starts over with a
 fresh producer, whose initialisation aborts the open transaction.
 
@@ -21,7 +25,8 @@ The transaction's lifecycle is a ``TxnPhase``, checked at each transition.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
 from typing import Any, Protocol, cast
 
@@ -84,7 +89,13 @@ class TransactionCommitter(Committer):
     """Implements ``streams.pipeline.commit.Committer`` for exactly-once."""
 
     def __init__(
-        self, ctx: CommitContext, state: StateManager | None, transactional_id: str
+        self,
+        ctx: CommitContext,
+        state: StateManager | None,
+        transactional_id: str,
+        *,
+        transaction_timeout_s: float,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._ctx = ctx
         self._consumer = ctx.consumer
@@ -98,6 +109,9 @@ class TransactionCommitter(Committer):
         self._log = ctx.log
         self.phase = TxnPhase.IDLE
         self._interrupted: BrokerUnavailable | None = None  # an outage met in a callback
+        self._transaction_timeout_s = transaction_timeout_s
+        self._clock = clock
+        self._opened_at = 0.0  # when the open transaction began (``clock``)
         self.commits = 0
         self.aborts = 0
 
@@ -211,6 +225,8 @@ class TransactionCommitter(Committer):
             self._commit_with_retries()
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
+            if self._timed_out(err):
+                raise unavailable(exc, "committing a transaction the broker timed out") from exc
             if err.code() in FENCED or (err.fatal() and not transient(err)):
                 raise self._fatal(exc, "committing a transaction") from exc
             if err.fatal() or (transient(err) and not err.txn_requires_abort()):
@@ -264,13 +280,14 @@ class TransactionCommitter(Committer):
                 raise unavailable(exc, "beginning a transaction") from exc
             raise self._fatal(exc, "beginning a transaction") from exc
         self.phase = TxnPhase.OPEN
+        self._opened_at = self._clock()
 
     def _abort(self, reason: str, exclude: Iterable[TP] = ()) -> None:
         """Abort the open transaction, drop store changes, rewind, open the next one."""
         try:
             self._producer.abort_transaction(self._timeout)
         except KafkaException as exc:
-            if exc.args[0].code() in FENCED:
+            if exc.args[0].code() in FENCED and not self._timed_out(exc.args[0]):
                 raise self._fatal(exc, "aborting a transaction") from exc
             # The transaction could not be ended here: its coordinator moving, or one that
             # timed it out while a node was frozen and took it from this producer
@@ -324,6 +341,12 @@ class TransactionCommitter(Committer):
         self._begin()
 
     # -- failures ---------------------------------------------------------------------------
+    def _timed_out(self, err: KafkaError) -> bool:
+        """Whether ``err`` fences a transaction the broker aborted for its age: no other
+        instance took over, a new producer goes on (``recover``)."""
+        age = self._clock() - self._opened_at
+        return err.code() in FENCED and age >= self._transaction_timeout_s
+
     def _fatal(self, exc: KafkaException, doing: str) -> RuntimeFailure:
         """The error to stop with; from now on nothing is committed or aborted."""
         self.phase = TxnPhase.DEAD
