@@ -12,11 +12,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from confluent_kafka import Message
+from confluent_kafka import Message, Producer
 from confluent_kafka.admin import AdminClient
 from runtime_thread import RuntimeThread
 
@@ -24,6 +26,7 @@ from streams.cluster import Topics
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.runtime import Runtime, RuntimeConfig
+from streams.runtime.clients import KafkaClients
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing import TopicFactory, TopicReader, caught_up, produce_envelopes, wait_until
@@ -312,5 +315,68 @@ def test_a_caught_up_instance_commits_at_once_so_its_last_outputs_are_readable(
         committed = {"isolation.level": "read_committed"}
         with TopicReader(kafka_bootstrap, output, config=committed) as reader:
             assert_each_once(reader.wait_for(at_least(len(sent)), 45), sent)
+    finally:
+        assert instance.stop(30) is None
+
+
+class CommitStalledOnce(KafkaClients):
+    """Real clients, but the first producer's first ``commit_transaction`` waits
+    ``stall_s`` before it goes to the broker: a commit that waits out its coordinator's
+    move to another node, as a killed node makes it (seen in the cluster suite)."""
+
+    def __init__(self, bootstrap: str, stall_s: float) -> None:
+        super().__init__(bootstrap)
+        self.stalled = threading.Event()
+        stalled = self.stalled
+
+        class Stalling(Producer):
+            def commit_transaction(self, *args: float) -> None:
+                if not stalled.is_set():
+                    stalled.set()
+                    time.sleep(stall_s)
+                super().commit_transaction(*args)
+
+        self._first: type[Producer] = Stalling
+
+    def producer(self, config: dict[str, object]) -> Producer:
+        make, self._first = self._first, Producer
+        return make(config)
+
+
+def test_a_transaction_the_broker_timed_out_is_redone_and_the_instance_goes_on(
+    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    """A transaction open past ``transaction.timeout.ms`` is aborted by the broker, which
+    bumps the producer's epoch; librdkafka then ends the commit with "fenced by a newer
+    instance". No other instance took over: the instance recovers with a new producer
+    and redoes the aborted work (an instance that stopped here, as it did, would fail
+    ``stop`` below). The broker looks for such transactions every 10 s: the commit waits
+    out the timeout and one look."""
+    topic = make_topic("eos-txn-timeout-in", partitions=2)
+    topology = load_topology(
+        MIRROR, app_id=unique_topic_name("eos-txn-timeout"), params={"input": topic}
+    )
+    prepare_topics(Topics(kafka_admin), topology)
+    timeout_ms = 3_000
+    config = RuntimeConfig(
+        kafka_bootstrap,
+        processing_guarantee="exactly_once",
+        transaction_timeout_ms=timeout_ms,
+        state_dir=str(tmp_path),
+    )
+    sent = inputs()[:500]
+    produce_envelopes(kafka_bootstrap, topic, sent, AvroCodec(default_catalog()))
+    clients = CommitStalledOnce(kafka_bootstrap, stall_s=timeout_ms / 1000 + 13)
+    instance = RuntimeThread(Runtime(topology, config, clients=clients))
+    try:
+        output = topology.topics_written[0]
+        committed = {"isolation.level": "read_committed"}
+        with TopicReader(kafka_bootstrap, output, config=committed) as reader:
+            assert_each_once(reader.wait_for(at_least(len(sent)), 60), sent)
+        assert clients.stalled.is_set()
+        # The aborted first copies are in the log too: what a read_uncommitted reader sees.
+        everything = {"isolation.level": "read_uncommitted"}
+        with TopicReader(kafka_bootstrap, output, config=everything) as raw:
+            raw.wait_for(at_least(len(sent) + 1), 30, what="the aborted first copies")
     finally:
         assert instance.stop(30) is None
