@@ -218,14 +218,20 @@ class Assembly:
     @cached_property
     def make_producer(self) -> Callable[[], Any]:
         """Makes the instance's producer (and the fresh ones the committer makes after an
-        outage): transactional with exactly-once, librdkafka's statistics for metrics."""
-        metrics, tid = self.metrics, self.local.transactional_id
-        statistics = metrics.client_settings("producer") if metrics is not None else {}
+        outage), with ``producer_settings``."""
 
         def make_producer() -> Any:
-            return self._clients.producer({**self.config.producer_config(tid), **statistics})
+            return self._clients.producer(dict(self.producer_settings))
 
         return make_producer
+
+    @cached_property
+    def producer_settings(self) -> dict[str, Any]:
+        """The producer's librdkafka settings: transactional with exactly-once
+        (``RuntimeConfig.producer_config``), librdkafka's statistics for the metrics."""
+        metrics = self.metrics
+        statistics = metrics.client_settings("producer") if metrics is not None else {}
+        return {**self.config.producer_config(self.local.transactional_id), **statistics}
 
     @cached_property
     def sink(self) -> OutputSink:
@@ -263,11 +269,13 @@ class Assembly:
             config.shutdown_timeout_s,
             self.log,
         )
-        tid = local.transactional_id
-        # The producer's own setting (a user's -X included): librdkafka's default is 60 s.
-        timeout_ms = config.producer_config(tid).get("transaction.timeout.ms", 60_000)
+        # The producer's own setting (a user's -X included); librdkafka's default is 60 s.
+        timeout_ms = self.producer_settings.get("transaction.timeout.ms", 60_000)
         committer = make_committer(
-            context, local.state, tid, transaction_timeout_s=float(timeout_ms) / 1000
+            context,
+            local.state,
+            local.transactional_id,
+            transaction_timeout_s=float(timeout_ms) / 1000,
         )
         return self.metrics.timed(committer) if self.metrics is not None else committer
 

@@ -44,7 +44,7 @@ def make_committer(
     state: StateManager | None,
     transactional_id: str | None,
     *,
-    transaction_timeout_s: float = 60.0,
+    transaction_timeout_s: float,
 ) -> Committer:
     """The committer for a guarantee (exactly-once when given a ``transactional_id``, its
     producer's ``transaction.timeout.ms`` as ``transaction_timeout_s``) and a state (see
