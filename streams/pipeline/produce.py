@@ -10,7 +10,13 @@ flushes the producer before it commits (``flush`` returns how many writes are st
 outstanding) and commits nothing while a write failed: ``raise_errors`` reports the
 failures, a write that only timed out (the broker away) as ``BrokerUnavailable``, a
 refusal as ``DeliveryError``. After an outage, ``reset()`` forgets the failed writes and
-``replace_producer`` swaps a producer in a fatal state for a new one.
+``replace_producer`` swaps a producer in a fatal state for a new one. What counts as an
+outage is ``OutputSink.transient`` (``streams.client_errors.transient``; an exactly-once
+committer adds the fencing of a transaction the broker timed out).
+
+A fatal error of the producer (fenced, say) is raised by confluent-kafka from the call that
+serves its events (``poll``, ``flush``); one that is an outage is raised as
+``BrokerUnavailable`` instead.
 
 ``send`` never blocks for long: when the producer's local queue is full it serves the
 producer's events until there is room.
@@ -24,7 +30,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, KafkaException
 
 from streams.client_errors import transient
-from streams.pipeline.errors import BrokerUnavailable, DeliveryError
+from streams.pipeline.errors import BrokerUnavailable, DeliveryError, unavailable
 from streams.pipeline.record import Output, Record
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Forward, Step
@@ -48,6 +54,8 @@ class OutputSink:
         self.errors: list[str] = []
         self.refused = 0  # errors that are not an outage (they stop the runtime)
         self.fatal = False  # a delivery error said the producer is in a fatal state
+        self.transient: Callable[[KafkaError], bool] = transient
+        """Whether a failed write is an outage (recovered) rather than a refusal."""
         self._on_delivery = self._delivered  # one bound method for every write
 
     def _delivered(self, err: KafkaError | None, msg: Any) -> None:
@@ -56,8 +64,30 @@ class OutputSink:
         self.errors.append(f"{msg.topic()}: {err.str()}")
         if err.fatal():  # the producer is unusable: recovery replaces it
             self.fatal = True
-        if not transient(err):
+        if not self.transient(err):
             self.refused += 1
+
+    def _serve(self, timeout_s: float, *, flush: bool = False) -> int:
+        """The producer's ``poll`` (or ``flush``), its fatal error raised as an outage when
+        ``transient`` says it is one."""
+        producer = self.producer
+        try:
+            try:
+                return int(producer.flush(timeout_s) if flush else producer.poll(timeout_s))
+            except SystemError as exc:
+                # confluent-kafka (2.16) leaves a fatal error pending while it goes on with
+                # the delivery reports of the same call: the first report makes Python
+                # raise SystemError over it. The client's error is the one to handle.
+                if isinstance(exc.__cause__, KafkaException):
+                    raise exc.__cause__ from None
+                raise
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if self.transient(err):
+                if err.fatal():  # as a delivery report saying so: recovery replaces it
+                    self.fatal = True
+                raise unavailable(exc, "writing outputs") from exc
+            raise
 
     def send(
         self,
@@ -86,7 +116,7 @@ class OutputSink:
                 produce(topic, value, key, part, on_delivery, on_delivery, ts, hdrs)
                 return
             except BufferError:  # local queue full: serve the producer to make room
-                self.producer.poll(0.05)
+                self._serve(0.05)
 
     def send_all(self, outputs: Sequence[Output]) -> None:
         """Queue what a plan wrote (a record's outputs, a timer's): as ``send``, each
@@ -100,12 +130,12 @@ class OutputSink:
 
     def poll(self) -> None:
         """Serve the producer's events that are ready; never blocks."""
-        self.producer.poll(0)
+        self._serve(0)
 
     def flush(self, timeout_s: float) -> int:
         """Wait until every write is acknowledged or failed (or ``timeout_s``); returns how
         many are still outstanding."""
-        return int(self.producer.flush(timeout_s))
+        return self._serve(timeout_s, flush=True)
 
     def raise_errors(self) -> None:
         """Raise ``DeliveryError`` if the broker refused any write; ``BrokerUnavailable``
@@ -128,7 +158,7 @@ class OutputSink:
         try:
             self.producer.purge()
             self.producer.flush(0)
-        except (KafkaException, RuntimeError):
+        except (KafkaException, RuntimeError, SystemError):  # SystemError: see ``_serve``
             pass
         self.producer = make()
         self.fatal = False

@@ -31,7 +31,7 @@ from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing import TopicFactory, TopicReader, caught_up, produce_envelopes, wait_until
 from streams.testing.topics import unique_topic_name
-from streams.topology import load_topology
+from streams.topology import TopologyBuilder, load_topology, owned
 
 ROOT = Path(__file__).resolve().parents[2]
 MIRROR = ROOT / "topology" / "mirror.py"
@@ -374,6 +374,55 @@ def test_a_transaction_the_broker_timed_out_is_redone_and_the_instance_goes_on(
         with TopicReader(kafka_bootstrap, output, config=committed) as reader:
             assert_each_once(reader.wait_for(at_least(len(sent)), 60), sent)
         assert clients.stalled.is_set()
+        # The aborted first copies are in the log too: what a read_uncommitted reader sees.
+        everything = {"isolation.level": "read_uncommitted"}
+        with TopicReader(kafka_bootstrap, output, config=everything) as raw:
+            raw.wait_for(at_least(len(sent) + 1), 30, what="the aborted first copies")
+    finally:
+        assert instance.stop(30) is None
+
+
+def test_a_step_that_stalls_past_the_transaction_timeout_is_redone_and_the_instance_goes_on(
+    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    """A step that blocks longer than ``transaction.timeout.ms`` (a slow call to another
+    service) leaves its transaction open that long: the broker aborts it and bumps the
+    producer's epoch, so the next write of the old producer is fenced. No other instance
+    took over: the instance recovers with a new producer and redoes the aborted work."""
+    topic = make_topic("eos-step-stall-in", partitions=2)
+    timeout_ms = 3_000
+    stalled = threading.Event()
+    calls = 0
+
+    def slow_once(env: Envelope) -> Envelope:
+        nonlocal calls
+        calls += 1
+        if calls == 50 and not stalled.is_set():  # outputs are in the open transaction
+            stalled.set()
+            time.sleep(timeout_ms / 1000 + 13)  # the timeout and one look of the broker
+        return env
+
+    builder = TopologyBuilder(unique_topic_name("eos-step-stall"))
+    builder.source(topic, type="order.placed", version=2).map(slow_once).to(
+        owned("out"), type="order.placed", version=2
+    )
+    topology = builder.build(default_catalog())
+    prepare_topics(Topics(kafka_admin), topology)
+    config = RuntimeConfig(
+        kafka_bootstrap,
+        processing_guarantee="exactly_once",
+        transaction_timeout_ms=timeout_ms,
+        state_dir=str(tmp_path),
+    )
+    sent = inputs()[:500]
+    produce_envelopes(kafka_bootstrap, topic, sent, AvroCodec(default_catalog()))
+    instance = RuntimeThread(Runtime(topology, config))
+    try:
+        output = topology.topics_written[0]
+        committed = {"isolation.level": "read_committed"}
+        with TopicReader(kafka_bootstrap, output, config=committed) as reader:
+            assert_each_once(reader.wait_for(at_least(len(sent)), 60), sent)
+        assert stalled.is_set()
         # The aborted first copies are in the log too: what a read_uncommitted reader sees.
         everything = {"isolation.level": "read_uncommitted"}
         with TopicReader(kafka_bootstrap, output, config=everything) as raw:

@@ -1,11 +1,16 @@
-"""``OutputSink.send_all``: a record's outputs are queued in order, partitioned by key,
-with their headers; a full local queue delays a write, never drops it. On in-memory
-clients (the produce calls are the ones the runtime makes to confluent-kafka)."""
+"""``OutputSink``: a record's outputs are queued in order, partitioned by key, with their
+headers; a full local queue delays a write, never drops it; a fatal error of the producer
+is raised as the client's error, or as an outage when the sink counts it as one. On
+in-memory clients (the produce calls are the ones the runtime makes to confluent-kafka)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from streams.pipeline.errors import BrokerUnavailable
 from streams.pipeline.produce import OutputSink
 from streams.testing.memory import MemoryCluster, MemoryProducer
 
@@ -63,3 +68,57 @@ def test_a_full_local_queue_delays_an_output_and_loses_none() -> None:
     sink.flush(1)
     assert producer.refused and not producer.full  # refused while full, then served
     assert written(cluster) == [(t, k, v, h) for t, k, v, h in OUTPUTS]
+
+
+class FatalWhileServing(MemoryProducer):
+    """A producer whose next ``poll``/``flush`` raises ``raised``: a fatal client error, or
+    the SystemError confluent-kafka 2.16 raises over it when a delivery report of the same
+    call runs after it (the fatal error still pending)."""
+
+    def __init__(self, cluster: MemoryCluster, raised: BaseException) -> None:
+        super().__init__(cluster, {})
+        self.raised: BaseException | None = raised
+
+    def poll(self, timeout: float = -1) -> int:
+        raised, self.raised = self.raised, None
+        if raised is not None:
+            raise raised
+        return super().poll(timeout)
+
+    def flush(self, timeout: float = -1) -> int:
+        self.poll(0)
+        return super().flush(timeout)
+
+
+def over_a_pending(error: KafkaException) -> SystemError:
+    exc = SystemError(
+        "<method 'fatal' of 'KafkaError' objects> returned a result with an exception set"
+    )
+    exc.__cause__ = error
+    return exc
+
+
+FENCED = KafkaException(KafkaError(KafkaError._FENCED, "old epoch", fatal=True))
+
+
+def test_a_fatal_error_confluent_kafka_raises_as_systemerror_is_raised_as_itself() -> None:
+    sink = OutputSink(FatalWhileServing(MemoryCluster(), over_a_pending(FENCED)))
+    with pytest.raises(KafkaException) as raised:
+        sink.flush(1)
+    assert raised.value is FENCED
+    other = SystemError("not the client's")
+    sink = OutputSink(FatalWhileServing(MemoryCluster(), other))
+    with pytest.raises(SystemError) as unrelated:
+        sink.poll()
+    assert unrelated.value is other
+
+
+def test_a_fatal_error_the_sink_counts_as_an_outage_is_raised_as_one() -> None:
+    """What an exactly-once committer makes of a write fenced in a transaction the broker
+    timed out: the producer's error is an outage, and the producer is marked for
+    replacement."""
+    sink = OutputSink(FatalWhileServing(MemoryCluster(), over_a_pending(FENCED)))
+    sink.transient = lambda err: err.code() == KafkaError._FENCED
+    with pytest.raises(BrokerUnavailable, match="old epoch"):
+        sink.poll()
+    assert sink.fatal

@@ -206,6 +206,35 @@ def test_fenced_after_the_transaction_timeout_is_an_outage_and_a_new_producer_go
     assert s.committed(0) == 1
 
 
+def test_a_write_fenced_after_the_transaction_timeout_is_an_outage_sooner_a_refusal() -> None:
+    """A step that blocked past ``transaction.timeout.ms``: the broker aborted the
+    transaction, and the next write of the old producer is fenced. That is an outage
+    (recovery's new producer redoes the work); a write fenced any sooner is a refusal,
+    which stops the instance."""
+    fenced = KafkaError(KafkaError._FENCED, fatal=True)
+    s = Setup({0: 0}, exactly_once=True)
+    s.producer.fail_deliveries(1, fenced)
+    s.sink.send("out", None, b"v", [])
+    s.sink.poll()
+    with pytest.raises(DeliveryError, match="refused"):
+        s.sink.raise_errors()
+
+    s = Setup({0: 0}, exactly_once=True)
+    s.process(0, 0)
+    s.now = TRANSACTION_TIMEOUT_S  # the open transaction is this old when the write fails
+    s.producer.fail_deliveries(1, fenced)
+    s.sink.send("out", None, b"v", [])
+    s.sink.poll()
+    with pytest.raises(BrokerUnavailable, match="not delivered"):
+        s.sink.raise_errors()
+    old = s.producer
+    s.committer.recover()
+    assert s.producer is not old and s.committed(0) == 0
+    s.process(0, 0)  # processed again, from the committed offset
+    s.committer.commit()
+    assert s.committed(0) == 1
+
+
 def test_a_checkpoint_flushes_store_changes_of_a_partition_without_new_records() -> None:
     # A record of a retry tier writes the stores of its input partition, whose own
     # position does not move: its changes still go with this checkpoint.

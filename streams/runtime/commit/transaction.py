@@ -15,10 +15,11 @@ with the same ``transactional.id`` raises ``ProducerFencedError``, another fatal
 ``TransactionError``: from then on nothing is committed or aborted. Fenced at the end of a
 transaction open longer than ``transaction.timeout.ms`` is not that: the broker aborted
 the transaction itself and bumped the producer's epoch (a commit that waited out its
-coordinator's move past the timeout; KIP-588's case, which librdkafka reports as fencing),
-so it is an outage like any other. A broker outage raises
-``BrokerUnavailable`` instead of waiting in an abort; ``recover`` then starts over with a
-fresh producer, whose initialisation aborts the open transaction.
+coordinator's move past the timeout, or a step that blocked that long, whose next write
+is then fenced; KIP-588's case, which librdkafka reports as fencing), so it is an outage
+like any other. A broker outage raises ``BrokerUnavailable`` instead of waiting in an
+abort; ``recover`` then starts over with a fresh producer, whose initialisation aborts the
+open transaction.
 
 The transaction's lifecycle is a ``TxnPhase``, checked at each transition.
 """
@@ -114,6 +115,9 @@ class TransactionCommitter(Committer):
         self._opened_at = 0.0  # when the open transaction began (``clock``)
         self.commits = 0
         self.aborts = 0
+        # A write fenced in a transaction the broker timed out (a step that blocked past
+        # the timeout) is an outage too, not a refusal.
+        self._sink.transient = self._outage
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -341,6 +345,10 @@ class TransactionCommitter(Committer):
         self._begin()
 
     # -- failures ---------------------------------------------------------------------------
+    def _outage(self, err: KafkaError) -> bool:
+        """Whether a failed write is an outage: a transient error, or fencing by ``_timed_out``."""
+        return transient(err) or self._timed_out(err)
+
     def _timed_out(self, err: KafkaError) -> bool:
         """Whether ``err`` fences a transaction the broker aborted for its age: no other
         instance took over, a new producer goes on (``recover``)."""
