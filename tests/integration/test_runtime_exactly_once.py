@@ -31,7 +31,7 @@ from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.testing import TopicFactory, TopicReader, caught_up, produce_envelopes, wait_until
 from streams.testing.topics import unique_topic_name
-from streams.topology import TopologyBuilder, load_topology, owned
+from streams.topology import Topology, TopologyBuilder, load_topology, owned
 
 ROOT = Path(__file__).resolve().parents[2]
 MIRROR = ROOT / "topology" / "mirror.py"
@@ -319,12 +319,19 @@ def test_a_caught_up_instance_commits_at_once_so_its_last_outputs_are_readable(
         assert instance.stop(30) is None
 
 
+# A transaction the tests below hold open past its timeout: the timeout, and one look of
+# the broker for expired transactions (every 10 s) after it.
+TXN_TIMEOUT_MS = 3_000
+PAST_THE_TIMEOUT_S = TXN_TIMEOUT_MS / 1000 + 13
+
+
 class CommitStalledOnce(KafkaClients):
     """Real clients, but the first producer's first ``commit_transaction`` waits
-    ``stall_s`` before it goes to the broker: a commit that waits out its coordinator's
-    move to another node, as a killed node makes it (seen in the cluster suite)."""
+    ``PAST_THE_TIMEOUT_S`` before it goes to the broker: a commit that waits out its
+    coordinator's move to another node, as a killed node makes it (seen in the cluster
+    suite)."""
 
-    def __init__(self, bootstrap: str, stall_s: float) -> None:
+    def __init__(self, bootstrap: str) -> None:
         super().__init__(bootstrap)
         self.stalled = threading.Event()
         stalled = self.stalled
@@ -333,7 +340,7 @@ class CommitStalledOnce(KafkaClients):
             def commit_transaction(self, *args: float) -> None:
                 if not stalled.is_set():
                     stalled.set()
-                    time.sleep(stall_s)
+                    time.sleep(PAST_THE_TIMEOUT_S)
                 super().commit_transaction(*args)
 
         self._first: type[Producer] = Stalling
@@ -343,54 +350,65 @@ class CommitStalledOnce(KafkaClients):
         return make(config)
 
 
-def test_a_transaction_the_broker_timed_out_is_redone_and_the_instance_goes_on(
-    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: TopicFactory, tmp_path: Path
+def assert_redone_after_the_broker_aborted(
+    bootstrap: str,
+    topology: Topology,
+    stalled: threading.Event,
+    tmp_path: Path,
+    clients: KafkaClients | None = None,
 ) -> None:
-    """A transaction open past ``transaction.timeout.ms`` is aborted by the broker, which
-    bumps the producer's epoch; librdkafka then ends the commit with "fenced by a newer
-    instance". No other instance took over: the instance recovers with a new producer
-    and redoes the aborted work (an instance that stopped here, as it did, would fail
-    ``stop`` below). The broker looks for such transactions every 10 s: the commit waits
-    out the timeout and one look."""
-    topic = make_topic("eos-txn-timeout-in", partitions=2)
-    topology = load_topology(
-        MIRROR, app_id=unique_topic_name("eos-txn-timeout"), params={"input": topic}
-    )
-    prepare_topics(Topics(kafka_admin), topology)
-    timeout_ms = 3_000
+    """Runs ``topology`` exactly-once (its input, ``input``, already created) with a
+    ``TXN_TIMEOUT_MS`` transaction timeout over 500 inputs while something holds a
+    transaction open past it once (``stalled`` set then). The broker aborts that
+    transaction and bumps the producer's epoch; no other instance took over, so the
+    instance must go on with a new producer: a read_committed reader finds every input
+    once, a read_uncommitted one the aborted first copies too (the proof the broker did
+    abort), and the instance stops cleanly (one that had stopped would fail ``stop``)."""
     config = RuntimeConfig(
-        kafka_bootstrap,
+        bootstrap,
         processing_guarantee="exactly_once",
-        transaction_timeout_ms=timeout_ms,
+        transaction_timeout_ms=TXN_TIMEOUT_MS,
         state_dir=str(tmp_path),
     )
     sent = inputs()[:500]
-    produce_envelopes(kafka_bootstrap, topic, sent, AvroCodec(default_catalog()))
-    clients = CommitStalledOnce(kafka_bootstrap, stall_s=timeout_ms / 1000 + 13)
+    produce_envelopes(bootstrap, topology.topics_read[0], sent, AvroCodec(default_catalog()))
     instance = RuntimeThread(Runtime(topology, config, clients=clients))
     try:
         output = topology.topics_written[0]
         committed = {"isolation.level": "read_committed"}
-        with TopicReader(kafka_bootstrap, output, config=committed) as reader:
+        with TopicReader(bootstrap, output, config=committed) as reader:
             assert_each_once(reader.wait_for(at_least(len(sent)), 60), sent)
-        assert clients.stalled.is_set()
-        # The aborted first copies are in the log too: what a read_uncommitted reader sees.
+        assert stalled.is_set()
         everything = {"isolation.level": "read_uncommitted"}
-        with TopicReader(kafka_bootstrap, output, config=everything) as raw:
+        with TopicReader(bootstrap, output, config=everything) as raw:
             raw.wait_for(at_least(len(sent) + 1), 30, what="the aborted first copies")
     finally:
         assert instance.stop(30) is None
 
 
+def test_a_transaction_the_broker_timed_out_is_redone_and_the_instance_goes_on(
+    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    """The commit waits past the timeout: librdkafka ends it with "fenced by a newer
+    instance" (the instance stopped on it before)."""
+    topic = make_topic("eos-txn-timeout-in", partitions=2)
+    topology = load_topology(
+        MIRROR, app_id=unique_topic_name("eos-txn-timeout"), params={"input": topic}
+    )
+    prepare_topics(Topics(kafka_admin), topology)
+    clients = CommitStalledOnce(kafka_bootstrap)
+    assert_redone_after_the_broker_aborted(
+        kafka_bootstrap, topology, clients.stalled, tmp_path, clients
+    )
+
+
 def test_a_step_that_stalls_past_the_transaction_timeout_is_redone_and_the_instance_goes_on(
     kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: TopicFactory, tmp_path: Path
 ) -> None:
-    """A step that blocks longer than ``transaction.timeout.ms`` (a slow call to another
-    service) leaves its transaction open that long: the broker aborts it and bumps the
-    producer's epoch, so the next write of the old producer is fenced. No other instance
-    took over: the instance recovers with a new producer and redoes the aborted work."""
+    """A step blocks past the timeout (a slow call to another service) with outputs in
+    the open transaction: the next write of the old producer is fenced (the instance
+    stopped on it before, with the SystemError confluent-kafka raised over the fencing)."""
     topic = make_topic("eos-step-stall-in", partitions=2)
-    timeout_ms = 3_000
     stalled = threading.Event()
     calls = 0
 
@@ -399,7 +417,7 @@ def test_a_step_that_stalls_past_the_transaction_timeout_is_redone_and_the_insta
         calls += 1
         if calls == 50 and not stalled.is_set():  # outputs are in the open transaction
             stalled.set()
-            time.sleep(timeout_ms / 1000 + 13)  # the timeout and one look of the broker
+            time.sleep(PAST_THE_TIMEOUT_S)
         return env
 
     builder = TopologyBuilder(unique_topic_name("eos-step-stall"))
@@ -408,24 +426,4 @@ def test_a_step_that_stalls_past_the_transaction_timeout_is_redone_and_the_insta
     )
     topology = builder.build(default_catalog())
     prepare_topics(Topics(kafka_admin), topology)
-    config = RuntimeConfig(
-        kafka_bootstrap,
-        processing_guarantee="exactly_once",
-        transaction_timeout_ms=timeout_ms,
-        state_dir=str(tmp_path),
-    )
-    sent = inputs()[:500]
-    produce_envelopes(kafka_bootstrap, topic, sent, AvroCodec(default_catalog()))
-    instance = RuntimeThread(Runtime(topology, config))
-    try:
-        output = topology.topics_written[0]
-        committed = {"isolation.level": "read_committed"}
-        with TopicReader(kafka_bootstrap, output, config=committed) as reader:
-            assert_each_once(reader.wait_for(at_least(len(sent)), 60), sent)
-        assert stalled.is_set()
-        # The aborted first copies are in the log too: what a read_uncommitted reader sees.
-        everything = {"isolation.level": "read_uncommitted"}
-        with TopicReader(kafka_bootstrap, output, config=everything) as raw:
-            raw.wait_for(at_least(len(sent) + 1), 30, what="the aborted first copies")
-    finally:
-        assert instance.stop(30) is None
+    assert_redone_after_the_broker_aborted(kafka_bootstrap, topology, stalled, tmp_path)
