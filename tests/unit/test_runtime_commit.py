@@ -186,6 +186,18 @@ def test_a_fenced_producer_stops_and_nothing_commits_after() -> None:
     assert s.committed(0) == 0
 
 
+def assert_redone_by_a_new_producer(s: Setup) -> None:
+    """After an outage met in partition 0's first record: recovery's new producer redoes
+    the work from the last commit."""
+    old = s.producer
+    s.committer.recover()
+    assert s.producer is not old and s.sink.producer is s.producer
+    assert s.committed(0) == 0
+    s.process(0, 0)  # processed again, from the committed offset
+    s.committer.commit()
+    assert s.committed(0) == 1
+
+
 def test_fenced_after_the_transaction_timeout_is_an_outage_and_a_new_producer_goes_on() -> None:
     """The broker aborts a transaction open past ``transaction.timeout.ms`` (a commit that
     waited out its coordinator's move) and bumps the epoch: librdkafka says fenced, but no
@@ -197,13 +209,7 @@ def test_fenced_after_the_transaction_timeout_is_an_outage_and_a_new_producer_go
     s.producer.fail_commits(KafkaError(KafkaError._FENCED, fatal=True))
     with pytest.raises(BrokerUnavailable, match="the broker timed out"):
         s.committer.commit()
-    old = s.producer
-    s.committer.recover()
-    assert s.producer is not old and s.sink.producer is s.producer
-    assert s.committed(0) == 0
-    s.process(0, 0)  # processed again, from the committed offset
-    s.committer.commit()
-    assert s.committed(0) == 1
+    assert_redone_by_a_new_producer(s)
 
 
 def test_a_write_fenced_after_the_transaction_timeout_is_an_outage_sooner_a_refusal() -> None:
@@ -227,12 +233,7 @@ def test_a_write_fenced_after_the_transaction_timeout_is_an_outage_sooner_a_refu
     s.sink.poll()
     with pytest.raises(BrokerUnavailable, match="not delivered"):
         s.sink.raise_errors()
-    old = s.producer
-    s.committer.recover()
-    assert s.producer is not old and s.committed(0) == 0
-    s.process(0, 0)  # processed again, from the committed offset
-    s.committer.commit()
-    assert s.committed(0) == 1
+    assert_redone_by_a_new_producer(s)
 
 
 def test_a_checkpoint_flushes_store_changes_of_a_partition_without_new_records() -> None:
