@@ -15,8 +15,8 @@ outage is ``OutputSink.transient`` (``streams.client_errors.transient``; an exac
 committer adds the fencing of a transaction the broker timed out).
 
 A fatal error of the producer (fenced, say) is raised by confluent-kafka from the call that
-serves its events (``poll``, ``flush``); one that is an outage is raised as
-``BrokerUnavailable`` instead.
+serves its events (``poll``, ``flush``) and from every write after it; one that is an
+outage is raised as ``BrokerUnavailable`` instead.
 
 ``send`` never blocks for long: when the producer's local queue is full it serves the
 producer's events until there is room.
@@ -25,7 +25,7 @@ producer's events until there is room.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -82,12 +82,18 @@ class OutputSink:
                     raise exc.__cause__ from None
                 raise
         except KafkaException as exc:
-            err: KafkaError = exc.args[0]
-            if self.transient(err):
-                if err.fatal():  # as a delivery report saying so: recovery replaces it
-                    self.fatal = True
-                raise unavailable(exc, "writing outputs") from exc
-            raise
+            self._raise_client_error(exc)
+
+    def _raise_client_error(self, exc: KafkaException) -> NoReturn:
+        """Raise a producer's error (from serving it, or from a write refused at once: a
+        producer in a fatal state refuses every write) as an outage when ``transient``
+        says it is one, else as it is."""
+        err: KafkaError = exc.args[0]
+        if self.transient(err):
+            if err.fatal():  # as a delivery report saying so: recovery replaces it
+                self.fatal = True
+            raise unavailable(exc, "writing outputs") from exc
+        raise exc
 
     def send(
         self,
@@ -117,6 +123,8 @@ class OutputSink:
                 return
             except BufferError:  # local queue full: serve the producer to make room
                 self._serve(0.05)
+            except KafkaException as exc:
+                self._raise_client_error(exc)
 
     def send_all(self, outputs: Sequence[Output]) -> None:
         """Queue what a plan wrote (a record's outputs, a timer's): as ``send``, each
@@ -127,6 +135,8 @@ class OutputSink:
                 produce(topic, value, key, -1, on_delivery, on_delivery, 0, headers)  # as in send
             except BufferError:  # local queue full: ``send`` serves the producer until room
                 self.send(topic, key, value, headers)
+            except KafkaException as exc:
+                self._raise_client_error(exc)
 
     def poll(self) -> None:
         """Serve the producer's events that are ready; never blocks."""

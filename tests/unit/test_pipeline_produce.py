@@ -122,3 +122,24 @@ def test_a_fatal_error_the_sink_counts_as_an_outage_is_raised_as_one() -> None:
     with pytest.raises(BrokerUnavailable, match="old epoch"):
         sink.poll()
     assert sink.fatal
+
+
+class FatalOnWrite(MemoryProducer):
+    """A producer in a fatal state: every write is refused at once (what confluent-kafka
+    raises once librdkafka's producer has a fatal error)."""
+
+    def produce(self, topic: str, *args: Any, **kwargs: Any) -> None:
+        raise FENCED
+
+
+def test_a_write_refused_at_once_for_a_fatal_producer_is_an_outage_when_counted_so() -> None:
+    sink = OutputSink(FatalOnWrite(MemoryCluster(), {}))
+    with pytest.raises(KafkaException) as raised:
+        sink.send_all(OUTPUTS)
+    assert raised.value is FENCED
+    sink.transient = lambda err: err.code() == KafkaError._FENCED
+    with pytest.raises(BrokerUnavailable, match="old epoch"):
+        sink.send_all(OUTPUTS)
+    with pytest.raises(BrokerUnavailable, match="old epoch"):
+        sink.send("out", None, b"v", [])
+    assert sink.fatal
