@@ -4,12 +4,18 @@
 (transport failure, all brokers down, a timeout, a coordinator or a partition's leader
 moving, an abortable transaction error). Fencing, authorization and other fatal errors
 are not transient. The lowest layer's: the record path, the runtime and the stores'
-restores all ask it.
+restores all ask it. ``answers(client)`` says whether the cluster answers now: what
+tells a timeout worth waiting out again from an outage.
 """
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaError
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+
+PROBE_S = 1.0
+"""How long ``answers`` waits for the cluster's answer to one metadata request."""
 
 _TRANSIENT = frozenset(
     {
@@ -62,3 +68,13 @@ def transient(err: KafkaError) -> bool:
     if err.txn_requires_abort():
         return True
     return code in _TRANSIENT or (err.retriable() and not err.fatal())
+
+
+def answers(client: Any) -> bool:
+    """Whether the cluster answers ``client``'s metadata request now (a consumer, a
+    producer or an admin client; waits up to ``PROBE_S``)."""
+    try:
+        client.list_topics(timeout=PROBE_S)
+    except KafkaException:
+        return False
+    return True

@@ -24,14 +24,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import KafkaException
-
+from streams.client_errors import answers
 from streams.logs import Logger
 from streams.pipeline.commit import Committer
 from streams.pipeline.errors import BrokerUnavailable
 
-# How long to wait for one metadata answer while the broker is away.
-_PROBE_S = 1.0
 # How long to wait before undoing again after an undo failed (one can fail at once: no
 # loop turning as fast as the client answers).
 _RETRY_S = 0.5
@@ -94,8 +91,4 @@ class Recovery:
 
     def broker_answers(self) -> bool:
         """Whether the cluster answers a metadata request now (waits up to a second)."""
-        try:
-            self._consumer.list_topics(timeout=_PROBE_S)
-        except KafkaException:
-            return False
-        return True
+        return answers(self._consumer)

@@ -173,6 +173,25 @@ def test_a_retriable_commit_is_retried() -> None:
     assert committed is not None and committed.committed == 1 and s.committed(0) == 1
 
 
+def test_a_commit_timed_out_while_the_cluster_is_silent_is_an_outage_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not tried again: each try would wait out its whole timeout with the broker away."""
+    s = Setup({0: 0}, exactly_once=True)
+    s.process(0, 0)
+    s.producer.fail_commits(KafkaError(KafkaError._TIMED_OUT, retriable=True))
+
+    def silent(*_args: Any, **_kwargs: Any) -> None:
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+
+    monkeypatch.setattr(s.consumer, "list_topics", silent)
+    with pytest.raises(BrokerUnavailable, match="committing a transaction"):
+        s.committer.commit()
+    assert s.producer.calls == ["begin", "offsets 0@1", "commit failed"]
+    monkeypatch.undo()  # the broker is back
+    assert_redone_by_a_new_producer(s)
+
+
 def test_a_fenced_producer_stops_and_nothing_commits_after() -> None:
     s = Setup({0: 0}, exactly_once=True)
     s.process(0, 0)

@@ -33,7 +33,7 @@ from typing import Any, Protocol, cast
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from streams.client_errors import FENCED, transient
+from streams.client_errors import FENCED, answers, transient
 from streams.coordinates import TP
 from streams.pipeline.commit import Committer
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure, unavailable
@@ -265,12 +265,18 @@ class TransactionCommitter(Committer):
         )
 
     def _commit_with_retries(self, attempts: int = 3) -> None:
+        """Commit, trying a retriable failure (a timeout) again while the cluster answers.
+        When it does not, the failure is raised at once: each try waits out the whole
+        timeout while the broker is away (the outage test met an instance silent in its second
+        try a minute on), and recovery's new producer ends the transaction either way."""
         for attempt in range(attempts):
             try:
                 self._producer.commit_transaction(self._timeout)
                 return
             except KafkaException as exc:
                 if not exc.args[0].retriable() or attempt == attempts - 1:
+                    raise
+                if not answers(self._consumer):
                     raise
 
     # -- transactions -----------------------------------------------------------------------
