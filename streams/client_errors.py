@@ -4,8 +4,8 @@
 (transport failure, all brokers down, a timeout, a coordinator or a partition's leader
 moving, an abortable transaction error). Fencing, authorization and other fatal errors
 are not transient. The lowest layer's: the record path, the runtime and the stores'
-restores all ask it. ``answers(client)`` says whether the cluster answers now: what
-tells a timeout worth waiting out again from an outage.
+restores all ask it. ``unanswered(client)`` says whether the cluster answers now (and if
+not, what the client said): what tells a timeout worth waiting out again from an outage.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 PROBE_S = 1.0
-"""How long ``answers`` waits for the cluster's answer to one metadata request."""
+"""How long ``unanswered`` waits for the cluster's answer to one metadata request."""
 
 _TRANSIENT = frozenset(
     {
@@ -70,11 +70,12 @@ def transient(err: KafkaError) -> bool:
     return code in _TRANSIENT or (err.retriable() and not err.fatal())
 
 
-def answers(client: Any) -> bool:
-    """Whether the cluster answers ``client``'s metadata request now (a consumer, a
-    producer or an admin client; waits up to ``PROBE_S``)."""
+def unanswered(client: Any) -> str | None:
+    """None when the cluster answers ``client``'s metadata request now (a consumer, a
+    producer or an admin client; waits up to ``PROBE_S``), else what the client said."""
     try:
         client.list_topics(timeout=PROBE_S)
-    except KafkaException:
-        return False
-    return True
+    except KafkaException as exc:
+        error: KafkaError = exc.args[0]
+        return error.str()
+    return None

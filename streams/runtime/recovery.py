@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from streams.client_errors import answers
+from streams.client_errors import unanswered
 from streams.logs import Logger
 from streams.pipeline.commit import Committer
 from streams.pipeline.errors import BrokerUnavailable
@@ -74,8 +74,9 @@ class Recovery:
                 self._log.warning(
                     "broker still unavailable", seconds=round(now - started), error=failing
                 )
-            if not self.broker_answers():
-                failing = _NO_ANSWER
+            silent = unanswered(self._consumer)
+            if silent is not None:
+                failing = f"{_NO_ANSWER} ({silent})"
                 continue
             try:
                 self._committer.recover()
@@ -91,4 +92,4 @@ class Recovery:
 
     def broker_answers(self) -> bool:
         """Whether the cluster answers a metadata request now (waits up to a second)."""
-        return answers(self._consumer)
+        return unanswered(self._consumer) is None

@@ -85,7 +85,7 @@ def test_a_long_outage_is_reported_again_with_what_still_fails(
     # no answer at first; then an answer, but the undo failed: the reminder names it
     assert reminders == [
         "no answer to a metadata request",
-        "no answer to a metadata request",
+        "no answer to a metadata request (Local: Broker transport failure)",
         "reading the committed offsets: timed out",
     ]
     assert log.lines[-1][1] == "recovered from broker outage"

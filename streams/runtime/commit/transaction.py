@@ -33,7 +33,7 @@ from typing import Any, Protocol, cast
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from streams.client_errors import FENCED, answers, transient
+from streams.client_errors import FENCED, transient, unanswered
 from streams.coordinates import TP
 from streams.pipeline.commit import Committer
 from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure, unavailable
@@ -276,7 +276,7 @@ class TransactionCommitter(Committer):
             except KafkaException as exc:
                 if not exc.args[0].retriable() or attempt == attempts - 1:
                     raise
-                if not answers(self._consumer):
+                if unanswered(self._consumer) is not None:
                     raise
 
     # -- transactions -----------------------------------------------------------------------
