@@ -176,6 +176,11 @@ class LocalBroker:
         """Stop the broker: SIGTERM, wait up to ``timeout``, then SIGKILL. False if not running."""
         return self._cluster.down(timeout)
 
+    def kill(self) -> bool:
+        """SIGKILL the broker, as a crash would; returns once it is gone (``up`` starts it
+        again on the same data). False if it was not running."""
+        return self._node.kill()
+
     # -- logs ------------------------------------------------------------------------------
 
     def tail(self, lines: int = 50) -> str:
