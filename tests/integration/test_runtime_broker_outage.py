@@ -142,7 +142,9 @@ def test_the_instance_recovers_when_the_broker_returns(
                 return {ce_id(m) for m in records} >= {e.id for e in sent}
 
             def kafka_left_it_hanging() -> bool:  # then the instance must wait, saying why
-                return left_hanging(broker, app_id) and UNREADABLE_OFFSETS in log_text()
+                # the instance's own short log first: the broker's is read only once it
+                # says so, not at every poll of the reader
+                return UNREADABLE_OFFSETS in log_text() and left_hanging(broker, app_id)
 
             reader.wait_for(
                 lambda rs: complete(rs) or kafka_left_it_hanging(), 90, what="every input"
