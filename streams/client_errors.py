@@ -4,7 +4,9 @@
 (transport failure, all brokers down, a timeout, a coordinator or a partition's leader
 moving, an abortable transaction error). Fencing, authorization and other fatal errors
 are not transient. The lowest layer's: the record path, the runtime and the stores'
-restores all ask it. ``unanswered(client)`` says whether the cluster answers now (and if
+restores all ask it. ``refuses_record(err)`` says whether a write's error is the record's
+own (too large, invalid, a topic it may not write): the broker would refuse that record
+again, and only it. ``unanswered(client)`` says whether the cluster answers now (and if
 not, what the client said): what tells a timeout worth waiting out again from an outage.
 """
 
@@ -59,6 +61,22 @@ FENCED = frozenset(
 )
 """Another producer with the same ``transactional.id`` took over: never transient."""
 
+RECORD_REFUSALS = frozenset(
+    {
+        KafkaError.MSG_SIZE_TOO_LARGE,  # over message.max.bytes (client) or the topic's
+        KafkaError.RECORD_LIST_TOO_LARGE,
+        KafkaError.INVALID_RECORD,  # e.g. no key on a compacted topic
+        KafkaError.INVALID_MSG,  # the broker's CORRUPT_MESSAGE: a checksum, a null key
+        KafkaError.INVALID_TIMESTAMP,  # outside the topic's timestamp bounds
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,  # a topic this producer may not write
+        KafkaError.TOPIC_EXCEPTION,  # a topic name the broker refuses
+    }
+)
+"""Write errors that belong to the record written, not to the producer or the cluster.
+The broker refuses a whole batch for one such record (every record of the batch gets the
+error: seen for size, validation and timestamps), so an error here names a record only
+when it was written alone."""
+
 
 def transient(err: KafkaError) -> bool:
     """True for errors that clear when the broker answers again."""
@@ -68,6 +86,17 @@ def transient(err: KafkaError) -> bool:
     if err.txn_requires_abort():
         return True
     return code in _TRANSIENT or (err.retriable() and not err.fatal())
+
+
+PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
+"""A write dropped before the broker had it: by us (a producer replaced) or by librdkafka
+(a transaction failed: it purges what is queued). Undone work, done again; no refusal."""
+
+
+def refuses_record(err: KafkaError) -> bool:
+    """True when the broker (or the client, before sending) refused a write for what the
+    record is, so writing it again would fail again (``RECORD_REFUSALS``)."""
+    return err.code() in RECORD_REFUSALS and not err.fatal()
 
 
 def unanswered(client: Any) -> str | None:

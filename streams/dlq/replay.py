@@ -73,7 +73,9 @@ def plan_dlq_replay(
 
     Each goes to ``to`` if given, else back to its source topic, and to the partition it
     came from when it returns to its source topic (where its key lived). A dead letter
-    without a known source topic is skipped unless ``to`` is given. Pure, no I/O.
+    without a known source topic is skipped unless ``to`` is given; one whose value was cut
+    to fit the DLQ is skipped (its whole record is in its input, at its origin). Pure, no
+    I/O.
     """
     sent_at = format_time(now or datetime.now(UTC)).encode()
     items: list[DlqReplayItem] = []
@@ -83,6 +85,16 @@ def plan_dlq_replay(
         target = to or source
         if target is None:
             skipped.append((letter, "no source topic in its headers: give --to"))
+            continue
+        failure = letter.failure
+        if failure is not None and failure.value_cut is not None:
+            skipped.append(
+                (
+                    letter,
+                    f"its value was cut to fit the DLQ (of {failure.value_cut} bytes): the "
+                    f"whole record is at {failure.origin}",
+                )
+            )
             continue
         back_home = letter.failure is not None and target == source
         items.append(

@@ -24,3 +24,10 @@ class FailureHeaderError(FailureRoutingError):
 class CrashLoopError(StreamsError):
     """The record was in hand each time the process died, the crash guard's limit of times
     in a row (``streams.pipeline.crash_guard``): dead-lettered, never retried."""
+
+
+class OutputRefusedError(StreamsError):
+    """The broker refused one of the record's outputs for the record's sake (too large,
+    invalid, a topic the app may not write; ``streams.pipeline.produce``): the work was
+    done again without the record, which is dead-lettered, never retried (it would be
+    refused again)."""

@@ -46,6 +46,7 @@ from streams.failures.policy import RetryPolicy
 from streams.failures.routing import FailureRouter, RecordLike, Route
 from streams.failures.topics import FailureTopics
 from streams.failures.waiting import WaitingRoom, WaitingStore
+from streams.record_size import DEFAULT_MESSAGE_MAX_BYTES
 
 
 class Decision(Enum):
@@ -90,17 +91,19 @@ class FailureHandler:
         store_for: StoreFactory | None = None,
         metrics: FailureMetrics | None = None,
         retried: Collection[str] | None = None,
+        max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES,
     ) -> None:
         self.app_id = app_id
         self.policy = policy
-        self.router = FailureRouter(app_id, policy)
+        self._max_bytes = max_bytes  # the producer's limit (``FailureRouter``)
+        self.router = FailureRouter(app_id, policy, max_bytes=max_bytes)
         self.metrics = metrics or FailureMetrics()
         self._store_for = store_for
         self._rooms: dict[tuple[str, int], Room] = {}
         # The inputs with retry tiers (None: all). A record of another input is never
         # parked, and a failure there goes to the DLQ: it has no tier to wait in.
         self._retried = None if retried is None else frozenset(retried)
-        self._dead_letters = FailureRouter(app_id, RetryPolicy.no_retries())
+        self._dead_letters = FailureRouter(app_id, RetryPolicy.no_retries(), max_bytes=max_bytes)
 
     def _ordered(self, topic: str) -> bool:
         """Whether records of input ``topic`` keep their key's order through retries."""
@@ -212,7 +215,11 @@ class FailureHandler:
         (and a dead letter logged) here, when decided: the runtime stops on a refused write.
         """
         info = record.failure
-        router = self.router if policy is None else FailureRouter(self.app_id, policy)
+        router = (
+            self.router
+            if policy is None
+            else FailureRouter(self.app_id, policy, max_bytes=self._max_bytes)
+        )
         detached = self._detached(record, info)
         origin = info.origin if info is not None else record.coordinates
         if detached or not self._has_tiers(origin.topic):

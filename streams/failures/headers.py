@@ -40,6 +40,8 @@ TIER = "streams.failure.tier"
 STEP = "streams.failure.step"
 APP_ID = "streams.failure.app_id"
 STAGE = "streams.failure.stage"
+# The value's length before it was cut so the dead letter fits the producer's limit.
+VALUE_CUT = "streams.failure.value_cut"
 
 # Set by `streams dlq replay` on the records it sends back: ``<dlq>/<partition>/<offset>``.
 REPLAY_OF = "streams.replay.of"
@@ -50,7 +52,18 @@ REPLAY_TO = "streams.replay.to"
 
 KIP_1034_HEADERS = (EXCEPTION, MESSAGE, STACKTRACE, TOPIC, PARTITION, OFFSET)
 FAILURE_HEADERS = frozenset(
-    (*KIP_1034_HEADERS, ATTEMPTS, FIRST_TIME, LAST_TIME, DUE_TIME, TIER, STEP, APP_ID, STAGE)
+    (
+        *KIP_1034_HEADERS,
+        ATTEMPTS,
+        FIRST_TIME,
+        LAST_TIME,
+        DUE_TIME,
+        TIER,
+        STEP,
+        APP_ID,
+        STAGE,
+        VALUE_CUT,
+    )
 )
 
 MAX_MESSAGE_CHARS = 1_000
@@ -74,6 +87,8 @@ class FailureInfo:
 
     ``origin`` is the coordinates in the *input* topic, kept across retry tiers. ``due`` and
     ``tier`` are set on retry records only; ``attempts`` counts failed attempts so far.
+    ``value_cut``: on a dead letter whose value was cut to fit the producer's limit, the
+    value's length before (the whole record stays in its input topic, at ``origin``).
     """
 
     exception: str
@@ -88,6 +103,7 @@ class FailureInfo:
     step: str | None = None
     tier: int | None = None
     due: datetime | None = None
+    value_cut: int | None = None
 
     @property
     def error_type(self) -> str:
@@ -155,6 +171,8 @@ def failure_headers(info: FailureInfo) -> list[tuple[str, bytes]]:
         pairs.append((TIER, str(info.tier)))
     if info.due is not None:
         pairs.append((DUE_TIME, format_time(info.due)))
+    if info.value_cut is not None:
+        pairs.append((VALUE_CUT, str(info.value_cut)))
     return [(name, value.encode()) for name, value in pairs]
 
 
@@ -218,6 +236,7 @@ def parse_failure_headers(headers: Headers | None) -> FailureInfo | None:
             step=values.get(STEP),
             tier=int(values[TIER]) if TIER in values else None,
             due=parse_time(values[DUE_TIME]) if DUE_TIME in values else None,
+            value_cut=int(values[VALUE_CUT]) if VALUE_CUT in values else None,
         )
     except KeyError as exc:
         raise FailureHeaderError(f"unreadable error headers: unknown stage {exc}") from None

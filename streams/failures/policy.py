@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any
 
 from streams.codec.errors import DecodeError
-from streams.failures.errors import CrashLoopError, RetryPolicyError
+from streams.failures.errors import CrashLoopError, OutputRefusedError, RetryPolicyError
 from streams.timespec import TimeSpecError, format_duration, parse_duration
 
 
@@ -73,7 +73,8 @@ class RetryPolicy:
     through retries (later records of a key wait behind a retrying one).
 
     Classification, first match wins: decoding errors (``streams.codec.DecodeError``), a
-    record the crash guard condemned (``CrashLoopError``) and ``non_retryable`` types go to
+    record the crash guard condemned (``CrashLoopError``), a record whose output the broker
+    refused for its sake (``OutputRefusedError``) and ``non_retryable`` types go to
     the DLQ; then ``classify`` (if it returns a verdict);
     otherwise the record is retried.
     """
@@ -146,7 +147,7 @@ class RetryPolicy:
 
     def verdict(self, exc: BaseException) -> Verdict:
         """Retry or dead-letter ``exc``, regardless of attempts (see the class docstring)."""
-        if isinstance(exc, (DecodeError, CrashLoopError, *self.non_retryable)):
+        if isinstance(exc, (DecodeError, CrashLoopError, OutputRefusedError, *self.non_retryable)):
             return Verdict.DEAD_LETTER
         if self.classify is not None:
             decided = self.classify(exc)

@@ -9,7 +9,7 @@ headers (``streams.failures.headers``) are added or replaced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
@@ -27,6 +27,7 @@ from streams.failures.headers import (
 )
 from streams.failures.policy import RetryPolicy, Verdict
 from streams.failures.topics import FailureTopics
+from streams.record_size import DEFAULT_MESSAGE_MAX_BYTES, record_size
 
 
 class RecordLike(Protocol):
@@ -131,11 +132,18 @@ class Route:
 
 
 class FailureRouter:
-    """Routes the failures of one app under one retry policy. Stateless, thread-safe."""
+    """Routes the failures of one app under one retry policy. Stateless, thread-safe.
 
-    def __init__(self, app_id: str, policy: RetryPolicy) -> None:
+    ``max_bytes``: the largest record the producer writes (its ``message.max.bytes``): a
+    copy larger, with its error headers, would be refused and stop its partition, so it
+    goes to the DLQ with its value cut to fit (``FailureInfo.value_cut``)."""
+
+    def __init__(
+        self, app_id: str, policy: RetryPolicy, *, max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES
+    ) -> None:
         self.app_id = app_id
         self.policy = policy
+        self.max_bytes = max_bytes
 
     def topics(self, input_topic: str) -> FailureTopics:
         """The retry tiers and DLQ this router writes to for ``input_topic``."""
@@ -157,8 +165,10 @@ class FailureRouter:
 
         Decoding failures (``stage=Stage.DECODE``) and errors the policy does not retry
         go to the DLQ at once; others go to tier ``min(failures, tiers)`` due after its
-        delay, until ``policy.attempts`` attempts have failed, then to the DLQ. Raises
-        ``FailureHeaderError`` only if the record carries corrupt error headers.
+        delay, until ``policy.attempts`` attempts have failed, then to the DLQ. A copy over
+        ``max_bytes`` goes to the DLQ, its value cut to fit (a retry needs the whole
+        value). Raises ``FailureHeaderError`` only if the record carries corrupt error
+        headers.
         """
         now = now or datetime.now(UTC)
         previous = record.failure
@@ -187,12 +197,19 @@ class FailureRouter:
             tier=tier,
             due=now + self.policy.delay_for(tier) if tier is not None else None,
         )
+        value = record.value
+        headers = with_failure_headers(record.headers, info)
+        if record_size(record.key, value, headers) > self.max_bytes:
+            info = replace(info, tier=None, due=None, value_cut=len(value or b""))
+            headers = with_failure_headers(record.headers, info)
+            room = self.max_bytes - record_size(record.key, None, headers)
+            value = (value or b"")[: max(room, 0)]
         return Route(
-            topic=topics.retry(tier) if tier is not None else topics.dlq,
+            topic=topics.retry(info.tier) if info.tier is not None else topics.dlq,
             partition=record.coordinates.partition,
             key=record.key,
-            value=record.value,
-            headers=with_failure_headers(record.headers, info),
+            value=value,
+            headers=headers,
             timestamp=record.timestamp,
             info=info,
         )

@@ -146,10 +146,25 @@ def build_chain(
         )
     traced = tracing()  # decided here, once: untraced, the chain has no tracing step
     if traced is None:
-        attempt = Attempt(topology, codec, state, clock, step_timer, awaiter=awaiter)
+        attempt = Attempt(
+            topology,
+            codec,
+            state,
+            clock,
+            step_timer,
+            awaiter=awaiter,
+            refused=sink.refused_records,
+        )
     else:
         attempt = TracedAttempt(
-            topology, codec, state, clock, step_timer, awaiter=awaiter, tracing=traced
+            topology,
+            codec,
+            state,
+            clock,
+            step_timer,
+            awaiter=awaiter,
+            refused=sink.refused_records,
+            tracing=traced,
         )
     commit = Commit(
         committer,
@@ -170,7 +185,7 @@ def build_chain(
             log=log,
             clock=clock,
         )
-    step = Produce(step, sink, stats)
+    step = Produce(step, sink, stats, timeout_s=shutdown_timeout_s)
     topics = list(topology.topics_read)
     gate: WaitForDue | None = None
     if handler is not None:

@@ -11,7 +11,9 @@ checkpoint (at-least-once with stores: changelog, then offsets, then local store
 transaction (exactly-once: outputs, changelog and offsets in one transaction). The runtime
 calls the rebalance and lifecycle methods; every method runs on the runtime's thread and
 may block on the broker. ``BrokerUnavailable`` from any of them starts recovery, which
-ends with ``recover()``. A ``CommitterWrapper`` adds to the committer it wraps, its
+ends with ``recover()``; ``OutputsRefused`` (outputs refused for their records' sake)
+has the runtime call ``rewind()``: the work since the last commit is done again, without
+those records. A ``CommitterWrapper`` adds to the committer it wraps, its
 ``inner`` (metrics time the commits; concurrency lets the records in flight finish first).
 
 With ``idle_s`` (the runtime sets it under exactly-once), ``Commit.idle`` commits early
@@ -83,6 +85,14 @@ class Committer(Protocol):
         """After an outage, once the broker answers: undo everything since the last commit
         and rewind every partition to its committed offset."""
 
+    @abstractmethod
+    def rewind(self, exclude: Sequence[TP] = ()) -> None:
+        """Outputs were refused for their records' sake (``OutputsRefused``), the broker
+        answering: undo everything since the last commit and rewind every partition but
+        ``exclude`` (leaving the instance) to its committed offset, so the work is done
+        again without those records. Raises ``BrokerUnavailable`` when the broker does
+        not answer (recovery undoes it then)."""
+
     def close(self) -> None:
         """After the consumer closed: release what is left (an open transaction is
         aborted). The stores close with the instance's state, after this. By default:
@@ -124,6 +134,9 @@ class CommitterWrapper(Committer):
 
     def recover(self) -> None:
         self.inner.recover()
+
+    def rewind(self, exclude: Sequence[TP] = ()) -> None:
+        self.inner.rewind(exclude)
 
     def close(self) -> None:
         self.inner.close()

@@ -531,6 +531,10 @@ class ConcurrentCommits(CommitterWrapper):
         self._step.drop()
         self.inner.recover()
 
+    def rewind(self, exclude: Sequence[TP] = ()) -> None:
+        self._step.drop()
+        self.inner.rewind(exclude)
+
 
 def _by_key(record: Record) -> Any:
     key = record.key

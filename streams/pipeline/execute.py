@@ -13,6 +13,11 @@ is atomic:
   The payload is decoded where a step first reads it: its errors are decode failures
   wherever they are raised.
 
+A record known before its attempt to fail fails at once, to the DLQ whatever the policy:
+one the crash guard condemned (``CrashLoopError``), one whose output the broker refused for
+its sake when the work was done before (``OutputRefusedError``; ``refused``: the sink's
+``refused_records``).
+
 Raises only what is not a record's failure (a broken codec, ``StoreClosedError`` for a
 partition that is not open).
 """
@@ -23,11 +28,14 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from streams.codec import Codec, DecodeError
+from streams.coordinates import Coordinates
 from streams.envelope import Envelope
+from streams.failures.errors import OutputRefusedError
 from streams.failures.headers import Stage
 from streams.failures.routing import Route
 from streams.pipeline.crash_guard import CrashLoopError
 from streams.pipeline.decode import Decode
+from streams.pipeline.produce import Refusal
 from streams.pipeline.record import Output, Record
 from streams.state import StateManager
 from streams.state.errors import StoreClosedError
@@ -62,6 +70,7 @@ class Attempt:
         step_timer: StepTimer | None = None,
         *,
         awaiter: Awaiter | None = None,
+        refused: dict[Coordinates, Refusal] | None = None,
     ) -> None:
         self.codec = codec
         """Writes the outputs (and the failure policies' error replies)."""
@@ -83,6 +92,8 @@ class Attempt:
         )
         self.decode = Decode(codec, self.plan.sources)
         """Reads a record as its source declares (``TimeOrder`` reads event times with it)."""
+        self._refused: dict[Coordinates, Refusal] = {} if refused is None else refused
+        self._sinks = {topology.topic(s.topic): s.name for s in topology.sinks}
 
     def _partition(self) -> int:
         record: Record | None = self.plan.current.record
@@ -99,6 +110,10 @@ class Attempt:
         po = record.offsets
         if po is not None and po.guard is not None and po.guard.condemned == record.offset:
             return _condemned(record, po.guard.limit)
+        if self._refused:  # only after an output was refused: the work is done again
+            refusal = self._refused.get(record.coordinates)
+            if refusal is not None and refusal.alone:
+                return self._refusal(refusal)
         try:
             env = self.decode(record)
         except DecodeError as exc:
@@ -176,6 +191,15 @@ class Attempt:
         self._touched.extend(aside.touched)
         for tx, undo in zip(aside.touched, aside.undo, strict=True):
             tx.undo = undo
+
+    def _refusal(self, refusal: Refusal) -> StepFailed:
+        """The failure of a record whose output was refused for its sake: to the DLQ,
+        whatever the policy, as its sink's (a reply's when no sink writes that topic)."""
+        error = OutputRefusedError(
+            f"the broker refused its output to {refusal.topic}: {refusal.error.str()} "
+            f"({refusal.error.name()})"
+        )
+        return StepFailed(self._sinks.get(refusal.topic, "reply"), error, dead_letter)
 
     def carry(self, route: Route) -> Route:
         """The route of this attempt's failure as written (a traced attempt gives a retry

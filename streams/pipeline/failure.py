@@ -44,6 +44,7 @@ from streams.pipeline.produce import OutputSink
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Forward, Step
+from streams.record_size import DEFAULT_MESSAGE_MAX_BYTES
 from streams.state import MemoryBackend, StateManager
 from streams.topology.failure_topics import retried_inputs
 from streams.topology.nodes import StepKind
@@ -122,7 +123,7 @@ class StopSkipOrDeadLetter(Forward):
         super().__init__(next)
         self._attempt = attempt
         self._default = default or default_policy
-        self._router = FailureRouter(app_id, RetryPolicy.no_retries())
+        self._router = FailureRouter(app_id, RetryPolicy.no_retries(), max_bytes=sink.max_bytes)
         self._sink = sink
         self._metrics = FailureMetrics()
         self._stats = stats
@@ -262,11 +263,14 @@ def widest_policy(topology: Topology) -> RetryPolicy | None:
     return max(policies, key=lambda p: p.tiers) if policies else None
 
 
-def failure_handler(topology: Topology, state: StateManager | None) -> FailureHandler | None:
+def failure_handler(
+    topology: Topology, state: StateManager | None, *, max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES
+) -> FailureHandler | None:
     """The handler of a topology that routes failures (None for one that does not), with
     a waiting room for each input that has retry tiers (``retried_inputs``), kept as a
     store of ``state`` (``<app>-<input>-waiting``, memory backend, changelog-backed like
-    any store: restored on assignment, made durable at each commit)."""
+    any store: restored on assignment, made durable at each commit). ``max_bytes``: the
+    producer's limit (``FailureRouter``)."""
     widest = widest_policy(topology)
     if widest is None or state is None:
         return None
@@ -283,7 +287,9 @@ def failure_handler(topology: Topology, state: StateManager | None) -> FailureHa
         return TransactionWaitingStore(lambda: store.partition(partition).transaction())
 
     policy = topology.retry or widest.no_retries()
-    return FailureHandler(topology.app_id, policy, store_for=room_store, retried=retried)
+    return FailureHandler(
+        topology.app_id, policy, store_for=room_store, retried=retried, max_bytes=max_bytes
+    )
 
 
 def needs_range_assignor(topology: Topology) -> bool:

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from streams.failures.headers import Stage
 from streams.logs import Logger
-from streams.pipeline.errors import BrokerUnavailable, DeliveryError
+from streams.pipeline.errors import BrokerUnavailable, DeliveryError, OutputsRefused
 from streams.pipeline.execute import Attempt
 from streams.pipeline.failure import OnSkip, StopSkipOrDeadLetter
 from streams.pipeline.produce import OutputSink, Produce
@@ -131,7 +131,7 @@ class Acknowledge:
         sink.flush(60.0)
         try:
             sink.raise_errors()  # nothing is accepted unless every output is durable
-        except (BrokerUnavailable, DeliveryError):
+        except (BrokerUnavailable, DeliveryError, OutputsRefused):
             for topic, partition, offset, _again in turn:  # all delivered again
                 acknowledge(topic, partition, offset, release)
             self._consumer.commit_async()

@@ -22,6 +22,7 @@ class Stats:
     duplicates: int = 0  # records dropped by dedup steps
     timers: int = 0  # timer runs (one per timer, moment and partition)
     timer_failures: int = 0  # timer runs that raised (undone, logged)
+    refusals: int = 0  # work done again without records whose outputs the broker refused
     # Failure routing counters (retried, recovered, dead_lettered, dlq_depth, by_error).
     failures: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)

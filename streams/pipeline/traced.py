@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
     from streams.codec import Codec
+    from streams.coordinates import Coordinates
     from streams.observability.otel import Tracing
+    from streams.pipeline.produce import Refusal
     from streams.state import StateManager
     from streams.topology.async_steps import Awaiter
     from streams.topology.step_timer import StepTimer
@@ -51,9 +53,12 @@ class TracedAttempt(Attempt):
         step_timer: StepTimer | None = None,
         *,
         awaiter: Awaiter | None = None,
+        refused: dict[Coordinates, Refusal] | None = None,
         tracing: Tracing,
     ) -> None:
-        super().__init__(topology, codec, state, clock, step_timer, awaiter=awaiter)
+        super().__init__(
+            topology, codec, state, clock, step_timer, awaiter=awaiter, refused=refused
+        )
         self._tracing = tracing
         self._group = topology.app_id
         self._names: dict[str, str] = {}

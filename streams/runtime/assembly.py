@@ -40,6 +40,7 @@ from streams.pipeline.failure import OnSkip, failure_handler, needs_range_assign
 from streams.pipeline.offsets import Partitions
 from streams.pipeline.produce import OutputSink
 from streams.pipeline.stats import Stats
+from streams.record_size import message_max_bytes
 from streams.runtime.clients import Clients
 from streams.runtime.commit import CommitContext, make_committer
 from streams.runtime.config import RuntimeConfig
@@ -164,7 +165,7 @@ class Assembly:
     def handler(self) -> FailureHandler | None:
         """Failure routing's handler (None without it); its waiting rooms are added to the
         stores, so they are restored and committed with them."""
-        return failure_handler(self.topology, self.local.state)
+        return failure_handler(self.topology, self.local.state, max_bytes=self.sink.max_bytes)
 
     @cached_property
     def query_server(self) -> InstanceServer | None:
@@ -236,7 +237,7 @@ class Assembly:
     @cached_property
     def sink(self) -> OutputSink:
         """Where every write goes, through the instance's producer."""
-        return OutputSink(self.make_producer())
+        return OutputSink(self.make_producer(), max_bytes=message_max_bytes(self.producer_settings))
 
     @cached_property
     def partitions(self) -> Partitions:

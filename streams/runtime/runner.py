@@ -31,7 +31,11 @@ Contract and timing:
   are released. Lost partitions (the session expired) commit nothing.
 - A record whose policy says FAIL is never committed: ``run`` raises ``ProcessingError``
   after committing the others. With a ``RetryPolicy`` failures go through retry topics
-  to a DLQ instead, in order per key. A refused output raises ``DeliveryError``.
+  to a DLQ instead, in order per key. An output refused for its record's sake (too
+  large, invalid, a topic the app may not write) is that record's failure: the work since
+  the last commit is undone and done again without the record, which goes to the DLQ
+  (``OutputsRefused``, ``Committer.rewind``). Any other refused write raises
+  ``DeliveryError``.
 - A broker outage does not stop the runtime: it waits for the broker, undoes the work
   since the last commit and goes on (``streams.runtime.recovery``).
 - Clients come from ``clients`` (``KafkaClients`` by default): the ``TestDriver`` runs
@@ -58,7 +62,7 @@ from streams.observability.health import Health
 from streams.observability.server import InstanceServer
 from streams.pipeline.chain import Intake
 from streams.pipeline.commit import Committer
-from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure
+from streams.pipeline.errors import BrokerUnavailable, OutputsRefused, RuntimeFailure
 from streams.pipeline.failure import OnSkip
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
@@ -269,8 +273,24 @@ class Runtime:
         made_by = CURRENT_SOURCE.set(self.topology.app_id)
         try:
             return self._turn(wait)
+        except OutputsRefused as exc:  # the rest of the batch is read again after the rewind
+            self._redo(exc)
+            return 1
         finally:
             CURRENT_SOURCE.reset(made_by)
+
+    def _redo(self, refused: OutputsRefused, exclude: Sequence[TP] = ()) -> None:
+        """Outputs were refused for their records' sake: undo the work since the last
+        commit and do it again without those records (``Committer.rewind``; the partitions
+        in ``exclude`` are leaving). One WARNING for each."""
+        self.stats.refusals += 1
+        self._log.warning(
+            "outputs refused for their records' sake: the work since the last commit is "
+            "done again without them (to the DLQ)",
+            error=str(refused),
+            records=len({r.record for r in refused.refusals}),
+        )
+        self._committer.rewind(exclude)
 
     def _turn(self, wait: float | None) -> int:
         in_hand(self._chain.attempt.plan.current)  # log lines of this turn name its records
@@ -362,7 +382,10 @@ class Runtime:
     def _on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
         started = time.monotonic()
         keys = _keys(partitions)
-        self._committer.revoked([k for k in keys if k in self._partitions])
+        try:
+            self._committer.revoked([k for k in keys if k in self._partitions])
+        except OutputsRefused as exc:  # nothing committed: their next owner does it again
+            self._redo(exc, exclude=keys)
         self._leave(keys, clean=True)
         self.stats.rebalance_seconds += time.monotonic() - started
         self._log.info("partitions revoked", partitions=_names(keys))
@@ -392,6 +415,7 @@ class Runtime:
         self._chain.head.revoked(keys)
         self._chain.pauses.forget(keys)
         self._partitions.remove(keys)
+        self._sink.forget(keys)
         self._count_partitions()
 
     # -- status ----------------------------------------------------------------------------
@@ -433,6 +457,12 @@ class Runtime:
         try:
             self._chain.head.join(self.config.shutdown_timeout_s)
             self._committer.finish(failure)
+        except OutputsRefused as exc:
+            self._log.warning(
+                "outputs refused for their records' sake: the work since the last commit "
+                "is left for the next start, which does it again without them",
+                error=str(exc),
+            )
         except Exception:
             self._log.exception("final commit failed")
         finally:

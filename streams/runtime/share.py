@@ -9,8 +9,10 @@ The loop is the runtime's: take what the share consumer delivered (up to ``poll_
 waiting), submit each record to the chain, poll the chain (``streams.pipeline.share``: the
 attempt, redelivery or the DLQ, the outputs, the acknowledgements once the outputs are
 durable). At-least-once. A turn whose outputs the broker did not take releases its records
-(delivered again) and goes on after an outage; a write the broker refuses stops the run
-with ``DeliveryError``.
+(delivered again) and goes on after an outage, or after outputs refused for their
+records' sake (the refused records go to the DLQ when delivered to this worker again;
+``streams.pipeline.produce``); any other write the broker refuses stops the run with
+``DeliveryError``.
 
 A new share group reads from the earliest offset (``auto_offset_reset``, set as the group's
 ``share.auto.offset.reset`` on start: a share group's start is a group setting). Timers
@@ -30,13 +32,14 @@ from streams.cluster import set_share_offset_reset
 from streams.codec import AvroCodec, Codec
 from streams.failures.topics import ensure_failure_topics
 from streams.logs import get_logger
-from streams.pipeline.errors import BrokerUnavailable, RuntimeFailure
+from streams.pipeline.errors import BrokerUnavailable, OutputsRefused, RuntimeFailure
 from streams.pipeline.execute import Attempt
 from streams.pipeline.failure import OnSkip
 from streams.pipeline.produce import OutputSink
 from streams.pipeline.record import Record
 from streams.pipeline.share import share_chain
 from streams.pipeline.stats import Stats
+from streams.record_size import message_max_bytes
 from streams.runtime.clients import KafkaClients
 from streams.runtime.config import RuntimeConfig
 from streams.runtime.query import UnknownTableError
@@ -85,7 +88,10 @@ class ShareRuntime:
         clients = clients or KafkaClients(config.bootstrap, config.client)
         self._admin = clients.admin()
         self._topics = config.topics(self._admin)
-        self._sink = sink = OutputSink(clients.producer(config.producer_config()))
+        settings = config.producer_config()
+        self._sink = sink = OutputSink(
+            clients.producer(settings), max_bytes=message_max_bytes(settings)
+        )
         self._consumer = consumer = clients.share_consumer(
             config.share_consumer_config(topology.app_id)
         )
@@ -182,6 +188,12 @@ class ShareRuntime:
                     self.turn()
                 except BrokerUnavailable as exc:  # the turn's records were released
                     self._log.warning("outputs not delivered; records released", error=str(exc))
+                    self._sink.reset()
+                except OutputsRefused as exc:  # released: done again without the refused
+                    self._log.warning(
+                        "outputs refused for their records' sake; records released",
+                        error=str(exc),
+                    )
                     self._sink.reset()
         except BaseException as exc:
             failure = exc

@@ -12,7 +12,8 @@ The runtime calls, in this order (each blocks as said; each raises a ``StateErro
   partitions processed since the last commit; then the producer's ``flush()``;
   ``check_delivered()``; the offset commit (or the exactly-once transaction commit, with
   the same producer); then ``apply()``. On a failed commit/transaction that will be
-  retried from the committed offsets: ``abort()``.
+  retried from the committed offsets: ``abort()`` (``rewrite_sent=True`` without a
+  transaction: the changes already sent are written back).
 * ``revoke(topic, partition, keep=True)`` on revoke or loss; ``close()`` at shutdown.
 """
 
@@ -188,12 +189,14 @@ class StateManager:
                     written += part.apply_some(limit - written)
         return written
 
-    def abort(self) -> None:
-        """Drop every change not yet applied, in every open partition."""
+    def abort(self, *, rewrite_sent: bool = False) -> None:
+        """Drop every change not yet applied, in every open partition (``rewrite_sent``:
+        the keys whose changes reached a changelog outside a transaction are written again
+        with their committed values, ``ChangelogPartition.abort``)."""
         self._flushed = []
         for store in self.stores.values():
             for part in store.partitions.values():
-                part.abort()
+                part.abort(rewrite_sent=rewrite_sent)
 
     def close(self, *, keep: bool = True) -> None:
         self.abort()

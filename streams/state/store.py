@@ -170,6 +170,9 @@ class ChangelogPartition:
         self._pending: tuple[dict[bytes, Entry | None], _Delivery | None, int] | None = None
         self._delivery: _Delivery | None = None  # of the records sent since the last apply
         self._sent = 0
+        # Keys whose undone changes a changelog holds (sent, then aborted without a
+        # transaction), with their committed entries: written again until a commit.
+        self._write_back: dict[bytes, Entry | None] = {}
 
     def transaction(self) -> PartitionTransaction:
         """The buffered changes since the last ``apply`` (the same object until then)."""
@@ -342,6 +345,7 @@ class ChangelogPartition:
                 self._finish_applying()
         else:
             self.checkpoint = Checkpoint(topic, self.checkpoint.changelog_offset, source_offset)
+        self._write_back = {}  # written with this commit's changes
         self._reset()
 
     def apply_some(self, limit: int) -> int:
@@ -373,12 +377,25 @@ class ChangelogPartition:
             self.store.save_checkpoint(self.partition, self.storage, checkpoint)
             self._durable_at = now
 
-    def abort(self) -> None:
+    def abort(self, *, rewrite_sent: bool = False) -> None:
         """Drop every change since the last ``apply`` (flushed or not). Changes already
-        handed over by ``apply`` are committed: they are written first."""
+        handed over by ``apply`` are committed: they are written first.
+
+        ``rewrite_sent`` (no transaction: what was sent to the changelog stays there): the
+        keys changed since the last ``apply``, if any change was sent, start the next
+        changes with their committed entries, and do so after every abort until a commit
+        writes them, so the changelog's last word on each is its committed value again (a
+        restore after the next commit would bring the undone values back)."""
         self._finish_applying()
+        if rewrite_sent and self._sent:
+            read = self._applying.get  # the committed entries, the local storage's now
+            self._write_back.update((key, read(key)) for key in self._tx.updates)
         self._undone += 1
         self._reset()
+        if rewrite_sent and self._write_back:
+            tx = self._tx
+            tx.updates.update(self._write_back)
+            tx.unsent.update(dict.fromkeys(self._write_back))
 
     def _reset(self) -> None:
         self._undone += self._tx.rolled_back

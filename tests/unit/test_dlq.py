@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -157,3 +158,16 @@ def test_a_topic_without_error_headers_is_no_dlq_and_an_empty_one_is_an_empty_dl
     unreadable = DeadLetter(DLQ, 0, 0, T0, b"k", b"raw", (), None, header_problem="bad time")
     DlqContents(DLQ, (unreadable,)).check_is_dlq()  # error headers, if unreadable ones
     DlqContents(DLQ, tuple(foreign), (ReplayMark(f"{DLQ}/0/0", "orders", T0),)).check_is_dlq()
+
+
+def test_a_letter_whose_value_was_cut_to_fit_is_not_replayed_and_the_plan_says_where_it_is() -> (
+    None
+):
+    letter = dead(4, ValueError("neg"), b"k4", 0)
+    assert letter.failure is not None
+    cut = replace(letter, failure=replace(letter.failure, value_cut=1_048_000))
+    plan = plan_dlq_replay(DlqContents(DLQ, (cut,), ()), now=T0)
+    assert plan.items == ()
+    ((skipped, why),) = plan.skipped
+    assert skipped is cut
+    assert "cut to fit the DLQ" in why and "orders[0]@104" in why

@@ -8,9 +8,10 @@ import pytest
 
 from streams.codec.errors import MalformedRecordError
 from streams.coordinates import Coordinates
-from streams.failures.headers import Stage, strip_failure_headers
+from streams.failures.headers import Stage, parse_failure_headers, strip_failure_headers
 from streams.failures.policy import RetryPolicy, Verdict
 from streams.failures.routing import FailedRecord, FailureRouter, Route
+from streams.record_size import record_size
 
 T0 = datetime(2026, 11, 29, 16, 0, tzinfo=UTC)
 ORIGINAL_HEADERS: list[tuple[str, bytes | None]] = [
@@ -152,3 +153,24 @@ def test_a_route_is_ready_for_the_producer() -> None:
         "partition": 2,
         "timestamp": 1_700_000_000_000,
     }
+
+
+def test_a_copy_too_large_for_the_producer_goes_to_the_dlq_its_value_cut_to_fit() -> None:
+    # A retry copy of a record just under the limit would be over it with its error
+    # headers: refused, and its partition stopped. It goes to the DLQ, cut, and says so.
+    big = FailedRecord(
+        key=b"order-7",
+        value=b"v" * 5_000,
+        headers=ORIGINAL_HEADERS,
+        coordinates=Coordinates("orders", 2, 500),
+        timestamp=1_700_000_000_000,
+    )
+    router = FailureRouter("billing", RetryPolicy.parse("1s, 30s"), max_bytes=5_200)
+    route = router.route(big, TimeoutError("db"), step="charge", now=T0)
+    assert route.dead_letter and route.topic == "billing-orders-dlq"
+    assert route.info.value_cut == 5_000
+    assert route.value is not None and b"v" * len(route.value) == route.value
+    assert record_size(route.key, route.value, route.headers) == 5_200  # as much as fits
+    assert parse_failure_headers(route.headers) == route.info
+    fits = FailureRouter("billing", RetryPolicy.parse("1s, 30s"), max_bytes=1_000_000)
+    assert fits.route(big, TimeoutError("db"), now=T0).info.value_cut is None

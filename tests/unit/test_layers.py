@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
         "file_modules",
         "errors",
         "client_errors",
+        "record_size",
         "timespec",
         "config",
         "logs",

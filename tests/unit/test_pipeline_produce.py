@@ -1,6 +1,7 @@
 """``OutputSink``: a record's outputs are queued in order, partitioned by key, with their
 headers; a full local queue delays a write, never drops it; a fatal error of the producer
-is raised as the client's error, or as an outage when the sink counts it as one. On
+is raised as the client's error, or as an outage when the sink counts it as one; an output
+refused for its record's sake is that record's refusal, remembered when the work is redone. On
 in-memory clients (the produce calls are the ones the runtime makes to confluent-kafka)."""
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from streams.pipeline.errors import BrokerUnavailable
-from streams.pipeline.produce import OutputSink
+from streams.coordinates import Coordinates
+from streams.pipeline.errors import BrokerUnavailable, OutputsRefused
+from streams.pipeline.produce import OutputSink, Refusal
+from streams.pipeline.record import Record
 from streams.testing.memory import MemoryCluster, MemoryProducer
 
 OUTPUTS = [
@@ -143,3 +146,66 @@ def test_a_write_refused_at_once_for_a_fatal_producer_is_an_outage_when_counted_
     with pytest.raises(BrokerUnavailable, match="old epoch"):
         sink.send("out", None, b"v", [])
     assert sink.fatal
+
+
+# -- outputs refused for their records' sake -------------------------------------------------
+def record_at(offset: int) -> Record:
+    return Record("in", 0, offset, None, b"k", b"v", [])
+
+
+def test_a_refused_output_is_its_records_refusal_and_is_remembered_when_redone() -> None:
+    cluster = MemoryCluster()
+    cluster.create_topic("out", 2)
+    cluster.deny_writes("other")
+    sink = OutputSink(MemoryProducer(cluster, {}))
+    sink.send_all(OUTPUTS[:2], record_at(7))
+    sink.send_all(OUTPUTS[2:], record_at(8))  # to "other": refused in its delivery report
+    sink.flush(1)
+    ((coordinates, topic, error, alone),) = sink.refusals
+    assert (coordinates, topic, alone) == (Coordinates("in", 0, 8), "other", False)
+    assert error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert sink.errors == []  # not a refusal that stops the runtime
+    with pytest.raises(OutputsRefused, match=r"in\[0\]@8: other"):
+        sink.raise_errors()
+    sink.reset()  # the work is done again: without record 8
+    assert sink.refusals == [] and list(sink.refused_records) == [Coordinates("in", 0, 8)]
+    sink.forget([("in", 1)])
+    assert list(sink.refused_records) == [Coordinates("in", 0, 8)]
+    sink.forget([("in", 0)])  # the partition left: its next owner finds out itself
+    assert sink.refused_records == {}
+
+
+def test_an_output_too_large_refuses_its_record_before_any_of_its_outputs_is_sent() -> None:
+    cluster = MemoryCluster()
+    sink = OutputSink(MemoryProducer(cluster, {}), max_bytes=10_000)
+    too_large = ("other", b"k", b"x" * 10_000, [])
+    with pytest.raises(OutputsRefused):
+        sink.send_all([OUTPUTS[0], too_large], record_at(3))
+    sink.flush(1)
+    assert cluster.records("out") == []  # the first output was not sent either
+    (refusal,) = sink.refusals
+    assert refusal.alone and refusal.error.code() == KafkaError.MSG_SIZE_TOO_LARGE
+
+
+def test_a_suspects_outputs_written_alone_clear_it_or_refuse_it_for_certain() -> None:
+    cluster = MemoryCluster()
+    cluster.deny_writes("other")
+    sink = OutputSink(MemoryProducer(cluster, {}))
+    for offset in (1, 2):  # both were in a refused batch
+        sink.refusals.append(Refusal(Coordinates("in", 0, offset), "out", KafkaError(10), False))
+    sink.reset()
+    sink.send_alone(OUTPUTS[:1], record_at(1), 1)  # accepted alone: innocent
+    assert list(sink.refused_records) == [Coordinates("in", 0, 2)]
+    with pytest.raises(OutputsRefused):
+        sink.send_alone(OUTPUTS[2:], record_at(2), 1)
+    assert [r.alone for r in sink.refusals] == [True]
+
+
+def test_a_purged_write_is_redone_not_a_refusal_that_stops() -> None:
+    sink = OutputSink(MemoryProducer(MemoryCluster(), {}))
+    sink.send_all(OUTPUTS)
+    sink.producer.purge()  # what librdkafka does to the writes of a failed transaction
+    sink.flush(1)
+    assert sink.errors and not sink.refused
+    with pytest.raises(BrokerUnavailable):
+        sink.raise_errors()

@@ -554,3 +554,39 @@ def test_generation_moves_when_writes_are_undone(part: ChangelogPartition) -> No
     assert part.generation == before + 1
     part.abort()
     assert part.generation == before + 2
+
+
+def test_an_abort_without_a_transaction_writes_back_what_was_sent_until_a_commit(
+    cluster: MemoryCluster,
+) -> None:
+    # "seen" committed at offset 10; "gone" and "seen" changed and sent ahead, then undone
+    # (outputs refused): a restore after the next commit must not bring those changes back.
+    producer = cluster.producer({})
+    part = store_on(cluster).open(0, None)
+    part.transaction().set("seen", b"committed")
+    part.flush(producer, source_offset=10)
+    producer.flush()
+    part.apply()
+    part.transaction().set("gone", b"undone")
+    part.transaction().set("seen", b"undone")
+    part.send(producer, source_offset=15)
+    part.abort(rewrite_sent=True)
+    part.abort(rewrite_sent=True)  # undone again before anything was written back
+    assert part.transaction().get("gone") is None
+    assert part.transaction().get("seen") == b"committed"
+    part.transaction().set("new", b"redone")
+    part.flush(producer, source_offset=12)
+    producer.flush()
+    part.apply()
+    restored = store_on(cluster).open(0, committed_offset=20)
+    tx = restored.transaction()
+    assert (tx.get("gone"), tx.get("seen"), tx.get("new")) == (None, b"committed", b"redone")
+
+
+def test_an_abort_of_a_transaction_writes_nothing_back(cluster: MemoryCluster) -> None:
+    producer = cluster.producer({})
+    part = store_on(cluster).open(0, None)
+    part.transaction().set("gone", b"undone")
+    part.send(producer, source_offset=15)
+    part.abort()  # the transaction that held the change was aborted: nothing to undo there
+    assert part.transaction().updates == {}

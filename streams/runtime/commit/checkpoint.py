@@ -28,6 +28,7 @@ from confluent_kafka import KafkaException
 
 from streams.coordinates import TP
 from streams.pipeline.commit import Committer
+from streams.pipeline.errors import OutputsRefused
 from streams.pipeline.offsets import PartitionOffsets
 from streams.runtime.commit.context import CommitContext
 from streams.runtime.commit.positions import (
@@ -73,10 +74,18 @@ class CheckpointCommitter(Committer):
         restore(self._partitions, self._state, partitions)
 
     def revoked(self, partitions: Sequence[TP]) -> None:
-        if self._phase is Phase.RUNNING:
-            self._checkpoint(self._partitions.of(partitions))
-        for topic, partition in partitions:
-            self._state.revoke(topic, partition, keep=True)
+        try:
+            if self._phase is Phase.RUNNING:
+                self._checkpoint(self._partitions.of(partitions))
+        except OutputsRefused:
+            # Nothing of the interval commits: the next owner does it again. What the
+            # leaving partitions sent ahead is written back before their stores close (the
+            # runtime's rewind does the others').
+            self._write_back(partitions)
+            raise
+        finally:
+            for topic, partition in partitions:
+                self._state.revoke(topic, partition, keep=True)
 
     def lost(self, partitions: Sequence[TP]) -> None:
         for topic, partition in partitions:
@@ -102,6 +111,22 @@ class CheckpointCommitter(Committer):
 
     def recover(self) -> None:
         recover_at_least_once(self._ctx, self._state)
+
+    def rewind(self, exclude: Sequence[TP] = ()) -> None:
+        recover_at_least_once(self._ctx, self._state, exclude)
+
+    def _write_back(self, partitions: Sequence[TP]) -> None:
+        """Undo the store changes and write the committed entries of the keys the
+        changelogs of ``partitions`` hold undone changes of (``undo``'s module docstring),
+        tagged with their committed offsets, and wait for them."""
+        state = self._state
+        state.abort(rewrite_sent=True)
+        committed = {
+            (po.topic, po.partition): po.committed if po.committed is not None else -1
+            for po in self._partitions.of(partitions)
+        }
+        if state.send(self._sink.producer, committed):
+            self._sink.flush(self._timeout)
 
     def _checkpoint(self, partitions: list[PartitionOffsets]) -> None:
         # The store changes not sent yet go out first, so that one wait settles them with

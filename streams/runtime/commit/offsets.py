@@ -4,8 +4,9 @@ Every commit interval the outputs are flushed (blocks until the broker acknowled
 all), then each partition's position is committed asynchronously (a lost asynchronous
 commit only means records read again). On revoke and at shutdown the same, committed
 synchronously and sent again even if sent before. A write that failed stops the commit
-(``DeliveryError``, or ``BrokerUnavailable`` for the runtime to recover): nothing after it
-is committed. A failed record is never committed: its partition's position stays before it.
+(``DeliveryError``, or ``BrokerUnavailable`` for the runtime to recover, or
+``OutputsRefused`` for the runtime to ``rewind``): nothing after it is committed. A failed
+record is never committed: its partition's position stays before it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class OffsetCommitter(Committer):
 
     def recover(self) -> None:
         recover_at_least_once(self._ctx, None)
+
+    def rewind(self, exclude: Sequence[TP] = ()) -> None:
+        recover_at_least_once(self._ctx, None, exclude)
 
     def _final(self, partitions: list[PartitionOffsets]) -> None:
         if settle_outputs(self._sink, self._timeout, self._log):

@@ -10,7 +10,9 @@ commits; then the changes are applied to the local stores and the next transacti
 A transaction that must be aborted (an output or record that did not finish, a commit the
 broker refuses as abortable, partitions lost) is aborted: store changes are dropped and
 every partition is rewound to its committed offset (``Partitions.rewind_to_committed``),
-so what was processed since is processed again. A producer fenced by a newer instance
+so what was processed since is processed again. Outputs refused for their records' sake
+end it too, through ``rewind`` (as ``recover``: a new producer): it is done again without
+those records (``streams.pipeline.produce``). A producer fenced by a newer instance
 with the same ``transactional.id`` raises ``ProducerFencedError``, another fatal error
 ``TransactionError``: from then on nothing is committed or aborted. Fenced at the end of a
 transaction open longer than ``transaction.timeout.ms`` is not that: the broker aborted
@@ -165,8 +167,10 @@ class TransactionCommitter(Committer):
             self._partitions.load_committed(partitions)
 
     def revoked(self, partitions: Sequence[TP]) -> None:
-        self.commit()  # the transaction holds every partition's work
-        self._release(partitions)
+        try:
+            self.commit()  # the transaction holds every partition's work
+        finally:  # committed or not (``OutputsRefused``: the next owner does it again)
+            self._release(partitions)
 
     def lost(self, partitions: Sequence[TP]) -> None:
         """The open transaction holds their work: it is aborted, the partitions kept are
@@ -211,6 +215,8 @@ class TransactionCommitter(Committer):
         if sink.errors or not settled:
             self._abort("an output was not written")
             return
+        if sink.refusals:  # the runtime does the work again without their records
+            sink.raise_errors()
         positions = finished_positions(partitions, state)
         offsets = moved_offsets(partitions, positions)
         producer = self._producer
@@ -306,7 +312,7 @@ class TransactionCommitter(Committer):
             raise unavailable(exc, "aborting a transaction") from exc
         self.phase = TxnPhase.IDLE
         self.aborts += 1
-        rewound = undo(self._ctx, self._state, exclude)  # the aborted outputs are gone
+        rewound = undo(self._ctx, self._state, exclude, transactional=True)  # outputs gone
         self._log.warning(
             "transaction aborted, partitions rewound to their committed offsets",
             reason=reason,
@@ -335,6 +341,9 @@ class TransactionCommitter(Committer):
         partition rewound; the next transaction opened. Raises ``BrokerUnavailable`` when
         the broker is away again (call again), ``ProducerFencedError``/``TransactionError``
         when it cannot go on."""
+        self._start_over()
+
+    def _start_over(self, exclude: Sequence[TP] = ()) -> None:
         self._interrupted = None
         if self.phase is not TxnPhase.UNINITIALISED:
             self._sink.replace_producer(self._make_producer)
@@ -347,8 +356,18 @@ class TransactionCommitter(Committer):
             raise self._fatal(exc, "initialising transactions") from exc
         self.phase = TxnPhase.IDLE
         self.aborts += 1
-        undo(self._ctx, self._state)
+        undo(self._ctx, self._state, exclude, transactional=True)
         self._begin()
+
+    def rewind(self, exclude: Sequence[TP] = ()) -> None:
+        """Outputs refused for their records' sake: every write settled (every refusal
+        known), then as ``recover``, but the partitions in ``exclude`` (leaving) are not
+        rewound. A new producer, not an abort: librdkafka (2.16) fails the next transaction
+        of a producer whose write was refused in an aborted one (OUT_OF_ORDER_SEQUENCE_NUMBER,
+        seen on Kafka 4.4), so the work would be done a third time."""
+        if self._alive:
+            settle_outputs(self._sink, self._timeout, self._log)
+            self._start_over(exclude)
 
     # -- failures ---------------------------------------------------------------------------
     def _outage(self, err: KafkaError) -> bool:

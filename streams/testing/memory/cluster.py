@@ -55,6 +55,8 @@ class MemoryCluster:
         self._arrivals = itertools.count()
         # transactional.id -> the producer that last initialised it (the others are fenced)
         self._owners: dict[str, MemoryProducer] = {}
+        self._max_bytes: dict[str, int] = {}  # a topic's max.message.bytes, when limited
+        self._denied: set[str] = set()  # topics no producer may write
 
     # -- clients -------------------------------------------------------------------------
     def producer(self, config: Mapping[str, Any]) -> MemoryProducer:
@@ -81,6 +83,17 @@ class MemoryCluster:
             raise ValueError(
                 f"topic {name!r} exists with {len(existing)} partitions, not {partitions}"
             )
+
+    def limit_message_bytes(self, topic: str, max_bytes: int) -> None:
+        """The topic takes no record larger than ``max_bytes`` (its ``max.message.bytes``,
+        against ``streams.record_size.record_size``): a larger one's delivery fails with
+        ``MSG_SIZE_TOO_LARGE``."""
+        self._max_bytes[topic] = max_bytes
+
+    def deny_writes(self, topic: str) -> None:
+        """No producer may write ``topic``: every delivery fails with
+        ``TOPIC_AUTHORIZATION_FAILED``, as a broker whose ACLs leave it out answers."""
+        self._denied.add(topic)
 
     def topics(self) -> list[str]:
         return sorted(self._logs)
@@ -126,6 +139,17 @@ class MemoryCluster:
     # -- for the clients (package-private) -----------------------------------------------
     def _log(self, topic: str, partition: int) -> list[StoredRecord]:
         return self._logs[topic][partition]
+
+    def _refusal(self, topic: str, size: int) -> KafkaError | None:
+        """Why the broker refuses a record of ``size`` bytes for ``topic``, if it does."""
+        if topic in self._denied:
+            return KafkaError(
+                KafkaError.TOPIC_AUTHORIZATION_FAILED, "Broker: Topic authorization failed"
+            )
+        limit = self._max_bytes.get(topic)
+        if limit is not None and size > limit:
+            return KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
+        return None
 
     def _ensure_topic(self, topic: str) -> int:
         """The topic's partition count, creating the topic if it is new."""

@@ -20,6 +20,12 @@ a transaction makes the transaction abortable: commit then raises the delivery's
 ``txn_requires_abort()`` and only ``abort_transaction`` is allowed. ``poll``, ``flush``,
 ``purge`` and ``len`` keep working on a fenced producer, as librdkafka's do.
 
+A record larger than ``message.max.bytes`` (1,000,000 by default, counted as librdkafka
+does: ``streams.record_size``) is refused by ``produce`` with ``MSG_SIZE_TOO_LARGE``, as
+librdkafka refuses it before sending. The cluster refuses the deliveries of records too
+large for a topic (``MemoryCluster.limit_message_bytes``) or of a topic no producer may
+write (``MemoryCluster.deny_writes``), one record at a time (a broker refuses the batch).
+
 Faults for tests: ``fail_deliveries(n, error)`` (the next ``n`` records are not written and
 their reports carry ``error``), ``fail_commits(*errors)`` (the next commits raise them one by
 one; a fatal error leaves the producer fatal and its transaction open until another
@@ -44,6 +50,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin._metadata import ClusterMetadata  # public as confluent_kafka.admin's
 
+from streams.record_size import message_max_bytes, record_size
 from streams.testing.memory.records import (
     GroupMetadata,
     Transaction,
@@ -87,6 +94,7 @@ class MemoryProducer:
             "true",
             "1",
         }
+        self._max_bytes = message_max_bytes(config)
 
     # -- producing -----------------------------------------------------------------------
     def produce(  # noqa: PLR0917 - confluent-kafka's positional signature
@@ -109,6 +117,9 @@ class MemoryProducer:
             )
         count = self._cluster._ensure_topic(topic)
         key_bytes, value_bytes, pairs = as_bytes(key), as_bytes(value), as_headers(headers)
+        size = record_size(key_bytes, value_bytes, pairs)
+        if size > self._max_bytes:
+            raise kafka_exception(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
         if partition == -1:
             partition = partition_for(key_bytes, count) if key_bytes is not None else 0
         elif not 0 <= partition < count:
@@ -117,8 +128,9 @@ class MemoryProducer:
             )
         timestamp_ms = timestamp or self._cluster.clock_ms()
         report = on_delivery or callback
-        if self._delivery_failures:
-            err = self._delivery_failures.popleft()
+        refusal = self._cluster._refusal(topic, size)
+        if self._delivery_failures or refusal is not None:
+            err = refusal if refusal is not None else self._delivery_failures.popleft()
             failed = Message(
                 topic=topic,
                 partition=partition,
