@@ -4,6 +4,12 @@ Fields follow the message-design rules of async systems: ``id`` (unique, time-or
 UUIDv7: the dedup key), ``type`` (``order.placed``), ``version`` (payload schema version),
 ``time`` (UTC, microseconds), ``source``, ``correlation_id``, ``causation_id``, ``key``
 (partition key) and ``data`` (the payload).
+
+An event made while a running topology processes a record (``Envelope.new``, ``follow``)
+has an id derived from that record's (``derived_id``: its cause's id, the source making it
+and how many events that source made for the record before it), so work done again after
+a crash or a rewind writes the same ids and ``dedup()`` downstream drops the copies. The
+runtime sets ``CURRENT_CAUSE`` for that; elsewhere every id is new (``new_id``).
 """
 
 from __future__ import annotations
@@ -13,9 +19,12 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from time import time_ns as _time_ns
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from uuid_utils import UUID as _UUID
+from uuid_utils import uuid5 as _uuid5
 from uuid_utils import uuid7 as _uuid7
 
 DEFAULT_SOURCE = os.environ.get("STREAMS_SOURCE", "streams")
@@ -37,6 +46,54 @@ def new_id() -> str:
     crate): 0.4 µs, a fifth of the pure-Python generator it replaced.
     """
     return str(_uuid7())
+
+
+class Cause(Protocol):
+    """What events made now are caused by (a running topology's record in hand)."""
+
+    def derived_id(self, source: str) -> str | None:
+        """The id of the next event ``source`` makes, or None when it has no cause (a
+        timer's events: each id new)."""
+        ...
+
+    def pinned(self) -> Cause:
+        """This cause as it is now, for work that goes on after the caller moved to
+        another record (a coroutine started for this one)."""
+        ...
+
+
+CURRENT_CAUSE: ContextVar[Cause | None] = ContextVar("streams_current_cause", default=None)
+"""The cause of the events made in this context (``Cause``): a runtime sets its record in
+hand for each turn (and resets it after), so ``new`` and ``follow`` derive their ids."""
+
+_STREAMS_IDS = _UUID("5d1f7c2e-3b8a-4f0e-9c61-2a7e4b9d0f13")  # the namespace of derived ids
+
+
+@lru_cache(maxsize=4096)
+def _namespace(source: str, index: int) -> _UUID:
+    return _uuid5(_STREAMS_IDS, f"{source}\x00{index}")
+
+
+def derived_id(cause_id: str, source: str, index: int) -> str:
+    """The id of the ``index``-th event (from 0) ``source`` made for the event ``cause_id``:
+    the same every time, distinct for every other cause, source or index. A UUIDv5 of the
+    three; when the cause is a UUIDv7, in the form of one with the cause's millisecond (the
+    UUIDv5's other bits kept), so ids stay ordered by time as dedup keys like to be. 0.9
+    µs, a new id's 0.4."""
+    made = str(_uuid5(_namespace(source, index), cause_id))
+    if len(cause_id) == 36 and cause_id[14] == "7":
+        return cause_id[:14] + "7" + made[15:]
+    return made
+
+
+def _event_id(source: str) -> str:
+    """The id of an event ``source`` makes now: derived from ``CURRENT_CAUSE``, else new."""
+    cause = CURRENT_CAUSE.get()
+    if cause is not None:
+        made = cause.derived_id(source)
+        if made is not None:
+            return made
+    return new_id()
 
 
 def utc_now() -> datetime:
@@ -75,10 +132,12 @@ class Envelope:
         correlation_id: str | None = None,
     ) -> Envelope:
         """A new event that starts a conversation: its correlation id is its own id. Its
-        ``source``: as given, else the service making it (``CURRENT_SOURCE``)."""
-        event_id = new_id()
+        ``source``: as given, else the service making it (``CURRENT_SOURCE``). Its id is
+        new, or derived from the record a running topology processes (the module
+        docstring)."""
         if source is None:
             source = CURRENT_SOURCE.get()
+        event_id = _event_id(source)
         correlation_id = correlation_id or event_id
         if cls is not Envelope:  # a subclass may have its own __init__
             return cls(
@@ -108,16 +167,19 @@ class Envelope:
 
         Its ``source`` is the service that makes it, not this event's: ``source`` if given,
         else ``CURRENT_SOURCE`` (in a running topology, its app id). This event's source
-        stays reachable through ``causation_id``."""
+        stays reachable through ``causation_id``. Its id is new, or derived from the record
+        a running topology processes (the module docstring)."""
+        if source is None:
+            source = CURRENT_SOURCE.get()
         return timed_envelope(
             TimedEnvelope,
             type,
             data,
             version,
             self.key if key is None else key,
-            new_id(),
+            _event_id(source),
             now_micros(),
-            CURRENT_SOURCE.get() if source is None else source,
+            source,
             self.correlation_id or self.id,
             self.id,
         )

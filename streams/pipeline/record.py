@@ -16,7 +16,9 @@ The runtime's loop makes one ``Record`` per message it takes from the consumer
 - ``envelope``: the decoded envelope, once decoded; ``outputs``: what the plan wrote for
   it, sent by ``Produce`` only once the attempt succeeded;
 - ``delivery_count``: for a record a share group delivered, the how-many-th delivery
-  this is (None otherwise).
+  this is (None otherwise);
+- ``caused``: how many events its processing made so far (each one's id is derived from
+  the record's, ``streams.envelope.derived_id``, with this count as its index).
 
 ``source_topic``/``source_partition`` name the *input* partition a record belongs to (a
 retry copy's origin): its stores and its waiting room are that partition's.
@@ -53,6 +55,7 @@ class Record:
     __slots__ = (
         "_headers",
         "_message",
+        "caused",
         "delivery_count",
         "envelope",
         "failure",
@@ -92,6 +95,7 @@ class Record:
         self.envelope: Envelope | None = None
         self.outputs: list[Output] | tuple[Output, ...] = _NO_OUTPUTS
         self.delivery_count: int | None = None  # a share group's count (``shared``)
+        self.caused = 0  # events made for it so far (``streams.topology.context.caused_id``)
         self.redeliver = False  # a share group delivers it again (``pipeline.share``)
 
     @classmethod

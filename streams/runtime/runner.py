@@ -55,7 +55,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from streams.client_errors import transient
 from streams.codec import Codec
 from streams.coordinates import TP
-from streams.envelope import CURRENT_SOURCE
+from streams.envelope import CURRENT_CAUSE, CURRENT_SOURCE
 from streams.failures.topics import ensure_failure_topics
 from streams.logs import get_logger, in_hand
 from streams.observability.health import Health
@@ -269,14 +269,17 @@ class Runtime:
         """One turn of the loop: take the records at hand (waiting up to ``wait`` seconds,
         default ``poll_timeout_s``, when there are none), submit each to the chain, poll
         the chain. Returns how many records were taken. Raises what the chain raises."""
-        # The events this turn makes carry the app id from the start (no copy at the sink).
+        # The events this turn makes carry the app id from the start (no copy at the sink),
+        # and ids derived from the record that made them (the same when work is redone).
         made_by = CURRENT_SOURCE.set(self.topology.app_id)
+        caused_by = CURRENT_CAUSE.set(self._chain.attempt.plan.current)
         try:
             return self._turn(wait)
         except OutputsRefused as exc:  # the rest of the batch is read again after the rewind
             self._redo(exc)
             return 1
         finally:
+            CURRENT_CAUSE.reset(caused_by)
             CURRENT_SOURCE.reset(made_by)
 
     def _redo(self, refused: OutputsRefused, exclude: Sequence[TP] = ()) -> None:

@@ -30,6 +30,7 @@ from confluent_kafka import AcknowledgeType, KafkaError
 
 from streams.cluster import set_share_offset_reset
 from streams.codec import AvroCodec, Codec
+from streams.envelope import CURRENT_CAUSE, CURRENT_SOURCE
 from streams.failures.topics import ensure_failure_topics
 from streams.logs import get_logger
 from streams.pipeline.errors import BrokerUnavailable, OutputsRefused, RuntimeFailure
@@ -164,6 +165,16 @@ class ShareRuntime:
     def turn(self, wait: float | None = None) -> int:
         """One turn: what the consumer delivered (waiting up to ``wait``, default
         ``poll_timeout_s``), each through the chain, then the chain's poll."""
+        # As the consumer group's runtime: events made carry the app id and derived ids.
+        made_by = CURRENT_SOURCE.set(self.topology.app_id)
+        caused_by = CURRENT_CAUSE.set(self._attempt.plan.current)
+        try:
+            return self._turn(wait)
+        finally:
+            CURRENT_CAUSE.reset(caused_by)
+            CURRENT_SOURCE.reset(made_by)
+
+    def _turn(self, wait: float | None) -> int:
         batch = self._consumer.poll(self.config.poll_timeout_s if wait is None else wait) or []
         head = self._head
         for msg in batch:

@@ -24,13 +24,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import inspect
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from typing import Any, Protocol, TypeVar
 
-from streams.envelope import Envelope
+from streams.envelope import CURRENT_CAUSE, Envelope
 from streams.topology.context import ProcessorContext, RecordMeta
 from streams.topology.errors import TopologyError
 
@@ -76,12 +77,18 @@ class Awaiter(Protocol):
 class Call:
     """One coroutine handed to a ``LoopThread`` with ``spawn``: ``done(call)`` is called
     on the loop's thread when it finished, ``result``/``error`` set; ``cancel`` from any
-    thread."""
+    thread. It runs in a copy of the context it was made in, where the cause of the events
+    it makes is the record in hand then (``streams.envelope.CURRENT_CAUSE``), whichever
+    record the caller has moved on to meanwhile."""
 
-    __slots__ = ("_loop", "coro", "done", "error", "result", "task")
+    __slots__ = ("_loop", "context", "coro", "done", "error", "result", "task")
 
     def __init__(self, coro: Coroutine[Any, Any, Any], done: Callable[[Call], object]) -> None:
         self.coro: Coroutine[Any, Any, Any] | None = coro
+        self.context = contextvars.copy_context()
+        cause = CURRENT_CAUSE.get()
+        if cause is not None:
+            self.context.run(CURRENT_CAUSE.set, cause.pinned())
         self.done = done
         self.result: Any = None
         self.error: BaseException | None = None
@@ -152,7 +159,7 @@ class LoopThread:
             coro = call.coro
             if coro is None:  # cancelled before it started
                 continue
-            task = call.task = loop.create_task(coro)
+            task = call.task = loop.create_task(coro, context=call.context)
             task.add_done_callback(call._finished)
 
     def close(self, timeout: float = 5.0) -> None:

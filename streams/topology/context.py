@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from streams.envelope import Envelope
+from streams.envelope import Envelope, derived_id
 from streams.topology.errors import TopologyError
 from streams.topology.schedule import Fire, Timer, interval_ms
 
@@ -40,12 +40,48 @@ class CurrentRecord(Protocol):
 
 
 class Current:
-    """The record being processed, shared by every context of one executing plan."""
+    """The record being processed, shared by every context of one executing plan; the
+    cause of the events its steps make (``streams.envelope.Cause``: the runtime sets it as
+    ``CURRENT_CAUSE``)."""
 
     __slots__ = ("record",)
 
     def __init__(self) -> None:
         self.record: Any = None  # a CurrentRecord while a record is processed
+
+    def derived_id(self, source: str) -> str | None:
+        return caused_id(self.record, source)
+
+    def pinned(self) -> RecordCause:
+        return RecordCause(self.record)
+
+
+class RecordCause:
+    """One record as the cause of events (``streams.envelope.Cause``): what a coroutine
+    started for it sees, while the plan's ``Current`` moves on to other records."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: Any) -> None:
+        self.record = record
+
+    def derived_id(self, source: str) -> str | None:
+        return caused_id(self.record, source)
+
+    def pinned(self) -> RecordCause:
+        return self
+
+
+def caused_id(record: Any, source: str) -> str | None:
+    """The id of the next event ``source`` makes for ``record`` (``derived_id`` of its
+    envelope's id and the events made for it so far: ``record.caused``), or None for no
+    record or one without an envelope (a timer's)."""
+    cause: Envelope | None = getattr(record, "envelope", None)
+    if cause is None:
+        return None
+    index = record.caused
+    record.caused = index + 1
+    return derived_id(cause.id, source, index)
 
 
 class ProcessorContext:

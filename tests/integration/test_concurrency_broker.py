@@ -4,7 +4,8 @@
 8 partitions and 200 customers (the record key): SIGKILLed mid-stream and restarted, it
 loses no order and writes each customer's orders in the order they came in (after the
 restart, from where the last commit was: a committed offset never passes an order in
-flight). With exactly-once, two SIGKILLs leave every order exactly once, in order, in the
+flight), an order written twice with the same envelope id both times (``dedup()``
+downstream drops the second). With exactly-once, two SIGKILLs leave every order exactly once, in order, in the
 read_committed output. A retried order holds back its customer's later orders and no
 one else's.
 """
@@ -143,6 +144,11 @@ def test_sigkill_mid_stream_loses_no_order_and_keeps_each_customers_order(
         instances.stop()
         reader.close()
     assert_in_order(order_numbers(records), restarts=True)
+    ids: dict[str, set[str]] = defaultdict(set)
+    for msg in records:
+        env = CODEC.decode(msg.value(), msg.headers())  # type: ignore[arg-type]
+        ids[env.data["order_id"]].add(env.id)
+    assert [order for order, made in ids.items() if len(made) > 1] == []
 
 
 def test_exactly_once_through_two_sigkills_writes_each_order_once_and_in_order(
