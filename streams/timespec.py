@@ -18,10 +18,19 @@ A **duration** is ISO 8601 (``PT2H``, ``P1DT30M``, ``PT1.5S``; days at most, lik
 allowed on any part. Durations are whole milliseconds, Kafka's unit of time (finer
 fractions round to the nearest). Never negative.
 
+**Range.** An instant lies between ``1970-01-01T00:00:00Z`` (epoch 0: Kafka's timestamps
+are never negative, and -1 and -2 mean "latest" and "earliest" to its offset look-ups) and
+``9999-12-31T23:59:59.999Z`` (the last a ``datetime`` holds); a duration is at most that
+span (2932897d); a duration *ago* (``--since 2h``, ``--from 2h``) must land at or after
+1970 at the time it is read. Anything outside parses as far as its form and is then
+refused with ``TimeRangeError`` (a ``TimeSpecError``), never an ``OverflowError`` or a
+negative timestamp sent to the broker.
+
 Replay positions (``streams.replay.positions``), retry delays
-(``streams.failures.policy``) and ``streams dlq --since/--until`` all read times with
-these functions. Parsing is pure; every refusal is a ``TimeSpecError`` that quotes the
-text and shows the accepted forms. The ``format_*`` functions write what the parsers
+(``streams.failures.policy``), ``streams dlq --since/--until``, ``streams query
+--from/--to`` and the query port's ``?from=&to=`` all read times with these functions.
+Parsing is pure (a duration ago reads the clock); every refusal is a ``TimeSpecError``
+that quotes the text and shows the accepted forms. The ``format_*`` functions write what the parsers
 read back to the same value.
 """
 
@@ -36,6 +45,11 @@ from streams.errors import StreamsError
 
 class TimeSpecError(StreamsError, ValueError):
     """A time or a duration that does not parse: no zone, no unit, unknown form."""
+
+
+class TimeRangeError(TimeSpecError):
+    """A time or a duration of a valid form outside the range (see the module docstring):
+    before 1970, after 9999, or longer than that span."""
 
 
 INSTANT_FORMS = "an ISO 8601 time with a zone such as 2026-11-30T10:00:00Z, or @EPOCH_MS"
@@ -56,13 +70,44 @@ _BARE_NUMBER = re.compile(_NUMBER)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
+FIRST_MS = 0
+"""The first instant, ``1970-01-01T00:00:00.000Z``: where Kafka's timestamps begin."""
+LAST_MS = 253_402_300_799_999
+"""The last instant, ``9999-12-31T23:59:59.999Z``: the last millisecond a datetime holds."""
+MAX_DURATION_MS = LAST_MS + 1 - FIRST_MS
+"""The longest duration, the whole span (2932897 days): longer reaches past every instant."""
+_LAST = _EPOCH + timedelta(milliseconds=LAST_MS)
+_SHOWN_CHARS = 40  # of a value refused out of range: it may be thousands of digits
+_BEGIN = "before 1970-01-01T00:00:00Z, where Kafka's timestamps begin"
+_END = "after 9999-12-31T23:59:59.999Z, the last time Streams can name"
+
+
+def _quoted(text: str) -> str:
+    """``text`` quoted as the refusals quote it, cut short when long."""
+    return repr(text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}...")
+
 
 def _ms(number: str, unit_ms: int) -> Fraction:
-    return Fraction(number) * unit_ms
+    try:
+        return Fraction(number) * unit_ms
+    except ValueError:  # more digits than Python reads as an int (4300)
+        raise TimeRangeError(f"not a duration: a number of {len(number)} digits") from None
 
 
 def parse_duration_ms(text: str) -> int:
-    """Milliseconds of a duration (see the module docstring). Raises ``TimeSpecError``."""
+    """Milliseconds of a duration (see the module docstring). Raises ``TimeSpecError``;
+    ``TimeRangeError`` beyond ``MAX_DURATION_MS``."""
+    ms = _duration_ms(text)
+    if ms > MAX_DURATION_MS:
+        raise TimeRangeError(
+            f"duration {_quoted(text)} is longer than {format_duration(MAX_DURATION_MS)}, "
+            "from 1970 to the end of the year 9999"
+        )
+    return ms
+
+
+def _duration_ms(text: str) -> int:
+    """``parse_duration_ms`` before its range is checked: any length."""
     raw = text.strip()
     iso = _ISO.fullmatch(raw)
     if iso and any(iso.groupdict().values()) and not raw.upper().endswith("T"):
@@ -93,11 +138,15 @@ def parse_duration(text: str) -> timedelta:
 
 def parse_instant(text: str) -> datetime:
     """An instant (see the module docstring) as an aware UTC datetime. Raises
-    ``TimeSpecError``, with a hint when only the zone is missing."""
+    ``TimeSpecError``, with a hint when only the zone is missing; ``TimeRangeError``
+    before 1970 or after 9999."""
     raw = text.strip()
     epoch = _EPOCH_MS.fullmatch(raw)
     if epoch:
-        return _EPOCH + timedelta(milliseconds=int(epoch.group(1)))
+        digits = epoch.group(1).lstrip("0") or "0"
+        if len(digits) > len(str(LAST_MS)) or int(digits) > LAST_MS:
+            raise TimeRangeError(f"time {_quoted(text)} is {_END}")
+        return _EPOCH + timedelta(milliseconds=int(digits))
     try:
         when = datetime.fromisoformat(raw)
     except ValueError:
@@ -107,7 +156,13 @@ def parse_instant(text: str) -> datetime:
         raise TimeSpecError(
             f"time {text!r} has no zone: add Z or +01:00 (e.g. {example}Z), or give @EPOCH_MS"
         )
-    return when.astimezone(UTC)
+    try:
+        utc = when.astimezone(UTC)
+    except OverflowError:  # the year 1 or 9999, moved past its end by its offset
+        raise TimeRangeError(f"time {text!r} is {_BEGIN if when.year == 1 else _END}") from None
+    if utc < _EPOCH or utc > _LAST:
+        raise TimeRangeError(f"time {text!r} is {_BEGIN if utc < _EPOCH else _END}")
+    return utc
 
 
 def parse_instant_ms(text: str) -> int:
@@ -123,19 +178,36 @@ def looks_like_instant(text: str) -> bool:
     return raw.startswith("@") or _DATE.match(raw) is not None
 
 
+def parse_ago_ms(text: str, now: datetime | None = None) -> int:
+    """A duration before ``now`` (default: the clock), as its milliseconds: what
+    ``--from 2h`` means. Raises ``TimeSpecError``; ``TimeRangeError`` when, counted back
+    from ``now``, it lands before 1970 (counted back from any later moment, one that
+    passed lands after it)."""
+    ms = _duration_ms(text)
+    now_ms = ((now or datetime.now(UTC)) - _EPOCH) // timedelta(milliseconds=1)
+    if ms > now_ms - FIRST_MS:
+        days = (now_ms - FIRST_MS) // _UNIT_MS["d"]
+        raise TimeRangeError(f"{_quoted(text)} ago is {_BEGIN} (at most {days}d ago)")
+    return ms
+
+
 def parse_instant_or_ago(text: str, now: datetime | None = None) -> datetime:
     """An instant, or a duration before ``now`` (default: the clock), as an aware UTC
-    datetime: what ``--since 2h`` and ``--since 2026-11-30T10:00:00Z`` both mean."""
+    datetime: what ``--since 2h`` and ``--since 2026-11-30T10:00:00Z`` both mean. Raises
+    ``TimeSpecError``; ``TimeRangeError`` out of range (see the module docstring)."""
     if looks_like_instant(text):
         return parse_instant(text)
+    at = now if now is not None else datetime.now(UTC)
     try:
-        ago = parse_duration(text)
+        ago = parse_ago_ms(text, at)
+    except TimeRangeError:
+        raise
     except TimeSpecError:
         raise TimeSpecError(
             f"not a time or a duration: {text!r} ({INSTANT_FORMS}, or a duration ago such "
             "as 2h, 30m or PT2H)"
         ) from None
-    return (now if now is not None else datetime.now(UTC)) - ago
+    return at - timedelta(milliseconds=ago)
 
 
 def format_duration(duration: timedelta | int) -> str:

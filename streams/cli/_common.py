@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -15,6 +16,7 @@ from rich.text import Text
 
 from streams.config import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT, client_settings
 from streams.errors import StreamsError
+from streams.timespec import parse_instant_or_ago
 
 if TYPE_CHECKING:
     from streams.cluster import Cluster
@@ -167,6 +169,12 @@ def parse_flag(flag: str, parse: Callable[[str], T], text: str) -> T:
         return parse(text)
     except StreamsError as exc:
         fail(f"{flag}: {exc}")
+
+
+def parse_time_flag(flag: str, text: str | None) -> datetime | None:
+    """An instant or a duration ago (``streams.timespec``) given with ``flag``, None when
+    not given; refused (out of range too) in one line naming the flag."""
+    return None if text is None else parse_flag(flag, parse_instant_or_ago, text)
 
 
 def human_duration(seconds: float) -> str:

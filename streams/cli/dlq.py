@@ -11,7 +11,6 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,13 +28,12 @@ from streams.cli._common import (
     execute_option,
     fail,
     option,
-    parse_flag,
+    parse_time_flag,
     styled,
     use_schemas,
 )
 from streams.cli._tables import Records
 from streams.config import client_settings
-from streams.timespec import parse_instant_or_ago
 
 if TYPE_CHECKING:
     from streams.dlq import DeadLetter, Decoder, DlqContents, DlqFilter, DlqReplayPlan
@@ -75,10 +73,6 @@ RecordOpt = typer.Option(
 )
 
 
-def _when(text: str | None, flag: str) -> datetime | None:
-    return None if text is None else parse_flag(flag, parse_instant_or_ago, text)
-
-
 def _records(items: list[str]) -> frozenset[tuple[int, int]] | None:
     if not items:
         return None
@@ -106,8 +100,8 @@ def _selection(
         error_type=error_type,
         key=key,
         source_topic=source_topic,
-        since=_when(since, "--since"),
-        until=_when(until, "--until"),
+        since=parse_time_flag("--since", since),
+        until=parse_time_flag("--until", until),
         records=_records(records),
     )
 

@@ -10,7 +10,6 @@ open windows, a line each (start, end, value), those starting between ``--from``
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 
 import typer
@@ -23,23 +22,14 @@ from streams.cli._common import (
     TimeoutOpt,
     command_cluster,
     fail,
+    parse_time_flag,
     print_json,
 )
-from streams.timespec import TimeSpecError, parse_instant_or_ago
-
-
-def _instant(text: str) -> datetime:
-    try:
-        return parse_instant_or_ago(text)
-    except TimeSpecError as exc:  # typer names the option
-        raise typer.BadParameter(str(exc)) from None
-
 
 FromOpt = typer.Option(
     None,
     "--from",
     metavar="TIME",
-    parser=_instant,
     help="A windowed table: windows starting at or after, a time with a zone "
     "(2026-11-30T10:00:00Z, @EPOCH_MS) or a duration ago (30m, 2h, PT2H).",
 )
@@ -47,7 +37,6 @@ ToOpt = typer.Option(
     None,
     "--to",
     metavar="TIME",
-    parser=_instant,
     help="A windowed table: windows starting at or before, a time or a duration ago.",
 )
 
@@ -58,8 +47,8 @@ def query_command(  # noqa: PLR0917 - a command's options
     ),
     table: str = typer.Argument(..., metavar="TABLE", help="The table: its step's name."),
     key: str = typer.Argument(..., metavar="KEY", help="The record key to look up."),
-    start_from: datetime | None = FromOpt,
-    start_to: datetime | None = ToOpt,
+    start_from: str | None = FromOpt,
+    start_to: str | None = ToOpt,
     bootstrap: str = BootstrapOpt,
     config_file: Path | None = ConfigFileOpt,
     client: list[str] = SettingOpt,
@@ -72,9 +61,12 @@ def query_command(  # noqa: PLR0917 - a command's options
     from streams.patterns.projections import current_app
     from streams.patterns.queries import query
 
+    bounds = {
+        "start_from": parse_time_flag("--from", start_from),
+        "start_to": parse_time_flag("--to", start_to),
+    }
     cluster = command_cluster(bootstrap, timeout, config_file, client)
     app_id = current_app(cluster, app)
-    bounds = {"start_from": start_from, "start_to": start_to}
     value = query(cluster, app_id, table, key, timeout=timeout, **bounds)
     if isinstance(value, list):  # a windowed table's windows (values are never lists)
         if not value:

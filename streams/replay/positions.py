@@ -18,8 +18,10 @@ form                meaning                                     Kafka's reset op
 
 Plain integers are offsets; epoch milliseconds take an ``@`` so the two never collide.
 Times and durations are read by ``streams.timespec``, the grammar every command shares
-(a time without a zone is refused). Parsing is pure and raises ``PositionError``;
-resolution against a partition's state is in ``streams.replay.resolve``.
+(a time without a zone is refused, and so is one out of range: before 1970, after 9999,
+or a duration ago reaching before 1970). Parsing is pure but for that last check, which
+reads the clock, and raises ``PositionError``; resolution against a partition's state is
+in ``streams.replay.resolve``.
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ from dataclasses import dataclass, field
 
 from streams.replay.errors import PositionError
 from streams.timespec import (
+    TimeRangeError,
     TimeSpecError,
     format_duration,
     format_instant_ms,
     looks_like_instant,
-    parse_duration_ms,
+    parse_ago_ms,
     parse_instant_ms,
 )
 
@@ -157,7 +160,9 @@ def parse_position(text: str) -> Position:
         except TimeSpecError as exc:
             raise PositionError(str(exc)) from None
     try:
-        return Ago(parse_duration_ms(raw), raw)
+        return Ago(parse_ago_ms(raw), raw)
+    except TimeRangeError as exc:  # a duration, reaching before 1970
+        raise PositionError(str(exc)) from None
     except TimeSpecError:
         pass  # none of the forms: the error below lists them all
     raise PositionError(

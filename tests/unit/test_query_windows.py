@@ -110,6 +110,7 @@ def test_the_query_port_answers_a_keys_windows_as_json() -> None:
         answers["bounded"] = get(port, "/stores/counts/a?from=2026-01-01T00:01:00Z")
         answers["none"] = get(port, "/stores/counts/nobody")
         answers["bad"] = get(port, "/stores/counts/a?from=yesterday")
+        answers["out of range"] = get(port, "/stores/counts/a?from=@99999999999999999999")
         answers["no windows"] = get(port, "/stores/all/a?to=@0")
         runtime.stop()
 
@@ -132,5 +133,7 @@ def test_the_query_port_answers_a_keys_windows_as_json() -> None:
     assert answers["none"] == (200, {"table": "counts", "key": "nobody", "windows": []})
     status, body = answers["bad"]
     assert status == 400 and "not a time: 'yesterday'" in body["error"]
+    status, body = answers["out of range"]
+    assert status == 400 and "is after 9999-12-31T23:59:59.999Z" in body["error"]
     status, body = answers["no windows"]
     assert status == 400 and "'all' has no windows" in body["error"]

@@ -13,17 +13,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streams.errors import StreamsError
-from streams.failures.errors import RetryPolicyError
+from streams.failures.errors import FailureHeaderError, RetryPolicyError
 from streams.failures.headers import parse_failure_headers
 from streams.failures.policy import RetryPolicy, parse_delay
 from streams.replay.errors import PositionError
 from streams.replay.positions import Ago, AtTime, parse_position
 from streams.timespec import (
+    LAST_MS,
+    MAX_DURATION_MS,
+    TimeRangeError,
     TimeSpecError,
     format_duration,
     format_instant,
     format_instant_ms,
     format_iso_duration,
+    parse_ago_ms,
     parse_duration,
     parse_duration_ms,
     parse_instant,
@@ -204,3 +208,113 @@ def test_time_headers_read_what_streams_writes() -> None:
     )
     assert info is not None
     assert info.last_failure == datetime(2026, 11, 30, 10, tzinfo=UTC)
+
+
+# -- out of range: one typed refusal, never an OverflowError or a negative timestamp ------
+
+NOW_MS = 1_796_040_000_000  # NOW as epoch milliseconds
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("@99999999999999999", "after 9999-12-31T23:59:59.999Z"),
+        ("@99999999999999999999", "after 9999-12-31T23:59:59.999Z"),
+        ("@" + "9" * 5_000, "after 9999-12-31T23:59:59.999Z"),  # past int()'s 4300 digits
+        ("@253402300800000", "after 9999-12-31T23:59:59.999Z"),
+        ("9999-12-31T23:59:59-01:00", "after 9999-12-31T23:59:59.999Z"),
+        ("1969-12-31T23:59:59.999Z", "before 1970-01-01T00:00:00Z"),
+        ("0001-01-01T00:00:00+01:00", "before 1970-01-01T00:00:00Z"),
+    ],
+)
+def test_an_instant_out_of_range_is_a_range_error(text: str, where: str) -> None:
+    with pytest.raises(TimeRangeError, match=where) as info:
+        parse_instant(text)
+    assert isinstance(info.value, TimeSpecError)  # every caller's handler catches it
+    assert text[:40] in str(info.value)
+    assert len(str(info.value)) < 160  # one line, however long the value
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("@0", 0),
+        ("1970-01-01T00:00:00Z", 0),
+        ("1970-01-01T01:00:00+01:00", 0),
+        ("@253402300799999", LAST_MS),
+        ("9999-12-31T23:59:59.999Z", LAST_MS),
+    ],
+)
+def test_the_first_and_last_instants_parse(text: str, ms: int) -> None:
+    assert parse_instant_ms(text) == ms
+    assert parse_instant_ms(format_instant_ms(ms)) == ms
+
+
+@pytest.mark.parametrize(
+    "text", ["2932898d", "PT99999999999999999999H", "999999999d", "9" * 5_000 + "s"]
+)
+def test_a_duration_longer_than_the_span_is_a_range_error(text: str) -> None:
+    with pytest.raises(TimeRangeError):
+        parse_duration_ms(text)
+    with pytest.raises(TimeRangeError):
+        parse_duration(text)  # never an OverflowError from timedelta
+
+
+def test_the_longest_duration_parses() -> None:
+    assert parse_duration_ms("2932897d") == MAX_DURATION_MS
+    assert parse_duration("2932897d") == timedelta(milliseconds=MAX_DURATION_MS)
+
+
+def test_a_duration_ago_reaching_before_1970_is_a_range_error() -> None:
+    assert parse_ago_ms(f"{NOW_MS}ms", NOW) == NOW_MS  # back to 1970 exactly
+    assert parse_instant_or_ago(f"{NOW_MS}ms", NOW) == datetime(1970, 1, 1, tzinfo=UTC)
+    for text in (f"{NOW_MS + 1}ms", "99999d", "999999999d", "PT99999999999999999999H"):
+        with pytest.raises(TimeRangeError, match="ago is before 1970-01-01T00:00:00Z") as info:
+            parse_instant_or_ago(text, NOW)
+        assert "(at most 20787d ago)" in str(info.value)
+        with pytest.raises(TimeRangeError):
+            parse_ago_ms(text, NOW)
+
+
+@given(st.integers(min_value=0))
+def test_any_epoch_ms_is_an_instant_or_a_range_error(ms: int) -> None:
+    if ms <= LAST_MS:
+        assert parse_instant_ms(f"@{ms}") == ms
+    else:
+        with pytest.raises(TimeRangeError):
+            parse_instant(f"@{ms}")
+
+
+@given(st.integers(min_value=0, max_value=10**30), st.sampled_from(["ms", "s", "m", "h", "d"]))
+def test_any_duration_is_its_milliseconds_or_a_range_error(count: int, unit: str) -> None:
+    ms = count * {"ms": 1, "s": S, "m": M, "h": H, "d": D}[unit]
+    if ms <= MAX_DURATION_MS:
+        assert parse_duration_ms(f"{count}{unit}") == ms
+    else:
+        with pytest.raises(TimeRangeError):
+            parse_duration_ms(f"{count}{unit}")
+
+
+@given(st.integers(min_value=0, max_value=2 * NOW_MS))
+def test_any_duration_ago_lands_in_range_or_is_a_range_error(ms: int) -> None:
+    text = format_duration(ms)
+    if ms <= NOW_MS:
+        assert parse_instant_or_ago(text, NOW) == NOW - timedelta(milliseconds=ms)
+    else:
+        with pytest.raises(TimeRangeError):
+            parse_instant_or_ago(text, NOW)
+
+
+def test_every_caller_refuses_out_of_range_with_its_own_error_class() -> None:
+    for position in ("@99999999999999999", "99999d", "1900-01-01T00:00:00Z"):
+        with pytest.raises(PositionError, match=r"after 9999|before 1970"):
+            parse_position(position)
+    with pytest.raises(RetryPolicyError, match="longer than 2932897d"):
+        parse_delay("999999999d")
+    # A time header out of range is unreadable error headers, not an OverflowError.
+    headers = [
+        ("__streams.errors.exception", b"ValueError"),
+        ("streams.failure.last_time", b"@99999999999999999"),
+    ]
+    with pytest.raises(FailureHeaderError, match="unreadable error headers: time"):
+        parse_failure_headers(headers)
