@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
         "client_errors",
         "record_size",
         "timespec",
+        "http_access",
         "config",
         "logs",
         "coordinates",
