@@ -19,6 +19,17 @@ else
 fi
 compose+=(--project-name "${COMPOSE_PROJECT_NAME:-streams}" -f "$HERE/compose.yaml")
 
+# The token the topology's metrics port asks of every request, which Prometheus sends
+# (compose.yaml's secret): made once, random, never committed (compose/.secrets/ is in
+# .gitignore). The folder is this user's only; the file is readable in the containers,
+# whatever user they run as, through its mount.
+token="$HERE/.secrets/http-token"
+if [[ ! -s "$token" ]]; then
+  mkdir -p "$HERE/.secrets"
+  chmod 700 "$HERE/.secrets"
+  (umask 022 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$token")
+fi
+
 case "${1:-}" in
   up)
     shift

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from streams.config import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT, client_settings
 from streams.errors import StreamsError
+from streams.http_access import LOOPBACK, TOKEN_ENV, HttpAccess, read_token
 from streams.timespec import parse_instant_or_ago
 
 if TYPE_CHECKING:
@@ -105,6 +106,46 @@ SettingOpt = typer.Option(
     metavar="KEY=VALUE",
     help="librdkafka setting KEY=VALUE for every client (repeatable; wins over files).",
 )
+
+# The HTTP ports an instance serves (streams.http_access): this machine only unless told,
+# and a token from a file or the environment, never from the command line.
+HttpHostOpt = typer.Option(
+    LOOPBACK,
+    "--http-host",
+    envvar="STREAMS_HTTP_HOST",
+    metavar="HOST",
+    help=f"The address the metrics and query ports bind (default {LOOPBACK}: this machine "
+    "only); any other, such as 0.0.0.0 (every interface), needs a token.",
+)
+
+
+def http_token_option(help: str) -> Any:
+    """``--http-token-file FILE``: the token of the HTTP ports is read from FILE, else from
+    ``$STREAMS_HTTP_TOKEN``; never given on the command line, where every user of the
+    machine can read it. ``help`` says what it is for here."""
+    return typer.Option(
+        None,
+        "--http-token-file",
+        envvar="STREAMS_HTTP_TOKEN_FILE",
+        metavar="FILE",
+        help=f"{help} (Authorization: Bearer TOKEN), read from FILE; default: "
+        f"${TOKEN_ENV}, when set.",
+    )
+
+
+HttpTokenFileOpt = http_token_option("The token every request to the ports must then carry")
+
+
+def http_access(host: str, token_file: Path | None, *ports: int | None) -> HttpAccess:
+    """The access to the ports a command serves (``streams.http_access``): ``host``, and
+    the token of ``token_file``, else of ``$STREAMS_HTTP_TOKEN``. Checked now when it
+    serves any of ``ports``: another host than 127.0.0.1 without a token is one error line
+    before the command reaches the cluster."""
+    access = HttpAccess(host, read_token(token_file))
+    if any(port is not None for port in ports):
+        access.check("the metrics and query ports")
+    return access
+
 
 console = Console(markup=False)
 err_console = Console(stderr=True, markup=False)

@@ -17,6 +17,8 @@ import typer
 from streams.cli._common import (
     BootstrapOpt,
     ConfigFileOpt,
+    HttpHostOpt,
+    HttpTokenFileOpt,
     JsonOpt,
     SchemasOpt,
     SettingOpt,
@@ -24,6 +26,7 @@ from streams.cli._common import (
     command_cluster,
     console,
     execute_option,
+    http_access,
     option,
     print_json,
     use_schemas,
@@ -78,6 +81,8 @@ def rebuild(  # noqa: PLR0917 - a command's options
     execute: bool = execute_option("Start the new app, and switch NAME to it once caught up"),
     query_port: int | None = QueryPortOpt,
     advertise: str | None = AdvertiseOpt,
+    http_host: str = HttpHostOpt,
+    http_token_file: Path | None = HttpTokenFileOpt,
     state_dir: str | None = StateDirOpt,
     guarantee: str | None = GuaranteeOpt,
     status: bool | None = StatusOpt,
@@ -103,6 +108,7 @@ def rebuild(  # noqa: PLR0917 - a command's options
     from streams.runtime.instance import run_instance
     from streams.topology import load_topology
 
+    access = http_access(http_host, http_token_file, query_port)
     use_schemas(schemas)
     settings = client_settings(config_file, client)
     cluster = Cluster(bootstrap, timeout, settings)
@@ -123,6 +129,7 @@ def rebuild(  # noqa: PLR0917 - a command's options
         state_dir=state_dir,
         query_port=query_port,
         advertise=advertised(advertise, query_port),
+        http=access,
     )
     log = get_logger("streams.projections", projection=name, app=new_app)
     switched = False

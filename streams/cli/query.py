@@ -22,6 +22,7 @@ from streams.cli._common import (
     TimeoutOpt,
     command_cluster,
     fail,
+    http_token_option,
     parse_time_flag,
     print_json,
 )
@@ -40,6 +41,8 @@ ToOpt = typer.Option(
     help="A windowed table: windows starting at or before, a time or a duration ago.",
 )
 
+TokenFileOpt = http_token_option("The token the instances' query ports ask for")
+
 
 def query_command(  # noqa: PLR0917 - a command's options
     app: str = typer.Argument(
@@ -53,21 +56,24 @@ def query_command(  # noqa: PLR0917 - a command's options
     config_file: Path | None = ConfigFileOpt,
     client: list[str] = SettingOpt,
     timeout: float = TimeoutOpt,
+    token_file: Path | None = TokenFileOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Print the value of KEY in TABLE of the running app APP, asked of the instance that
     owns the key (a windowed table: its windows, a line each); exit 1 when the key has
     none."""
+    from streams.http_access import read_token
     from streams.patterns.projections import current_app
     from streams.patterns.queries import query
 
+    token = read_token(token_file)
     bounds = {
         "start_from": parse_time_flag("--from", start_from),
         "start_to": parse_time_flag("--to", start_to),
     }
     cluster = command_cluster(bootstrap, timeout, config_file, client)
     app_id = current_app(cluster, app)
-    value = query(cluster, app_id, table, key, timeout=timeout, **bounds)
+    value = query(cluster, app_id, table, key, timeout=timeout, token=token, **bounds)
     if isinstance(value, list):  # a windowed table's windows (values are never lists)
         if not value:
             fail(f"{table} of {app_id} has no window for {key!r}")

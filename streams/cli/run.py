@@ -33,7 +33,10 @@ from typer.core import TyperArgument, TyperOption
 from streams.cli._common import (
     BootstrapOpt,
     ConfigFileOpt,
+    HttpHostOpt,
+    HttpTokenFileOpt,
     SchemasOpt,
+    http_access,
     replication_option,
     use_schemas,
 )
@@ -116,8 +119,8 @@ MetricsPortOpt = typer.Option(
     min=0,
     envvar="STREAMS_METRICS_PORT",
     metavar="PORT",
-    help="Serve Prometheus /metrics, /healthz and /readyz on PORT (needs the extra "
-    "'metrics'); with --instances N, instance i (from 0) serves PORT+i.",
+    help="Serve Prometheus /metrics, /healthz and /readyz on PORT of --http-host (needs the "
+    "extra 'metrics'); with --instances N, instance i (from 0) serves PORT+i.",
 )
 QueryPortOpt = typer.Option(
     None,
@@ -125,8 +128,9 @@ QueryPortOpt = typer.Option(
     min=0,
     envvar="STREAMS_QUERY_PORT",
     metavar="PORT",
-    help="Answer /stores/<table>/<key> (and /healthz, /readyz) on PORT, advertised to the "
-    "group for `streams query` (0: a free port); with --instances N, instance i serves PORT+i.",
+    help="Answer /stores/<table>/<key> (and /healthz, /readyz) on PORT of --http-host, "
+    "advertised to the group for `streams query` (0: a free port); with --instances N, "
+    "instance i serves PORT+i.",
 )
 AdvertiseOpt = typer.Option(
     None,
@@ -200,6 +204,8 @@ def run(  # noqa: PLR0917 - a command's options
     metrics_port: int | None = MetricsPortOpt,
     query_port: int | None = QueryPortOpt,
     advertise: str | None = AdvertiseOpt,
+    http_host: str = HttpHostOpt,
+    http_token_file: Path | None = HttpTokenFileOpt,
     share: bool = ShareOpt,
     deliveries: int | None = DeliveriesOpt,
     concurrency: int | None = ConcurrencyOpt,
@@ -216,6 +222,7 @@ def run(  # noqa: PLR0917 - a command's options
 
     if as_json:
         configure_logging(logging.getLogger().level, json=True)
+    access = http_access(http_host, http_token_file, metrics_port, query_port)
     use_schemas(schemas)  # children inherit it through $STREAMS_SCHEMAS
     topology = load_topology(file, app_id=app_id, params=parse_params(params))
     if share or topology.consumption == "share":
@@ -241,6 +248,7 @@ def run(  # noqa: PLR0917 - a command's options
         metrics_port=metrics_port,
         query_port=query_port,
         advertise=advertised(advertise, query_port),
+        http=access,
         replication_factor=replication_factor,
     )
     started = time.monotonic()

@@ -8,7 +8,9 @@ when that one does not own the key's partition (HTTP 421, naming the topic and p
 asks the member that does. While the group rebalances (no owner yet, an instance gone) it
 asks again until ``timeout``; then ``QueryFailed`` says why, in one line. A windowed table
 answers the key's windows, ``{"start", "end", "value"}`` each, those starting between
-``start_from`` and ``start_to`` when given (``?from=&to=``).
+``start_from`` and ``start_to`` when given (``?from=&to=``). Instances whose ports ask for
+a token (``streams.http_access``) are sent ``token``; one that refuses it (401) is a
+``QueryFailed`` at once: asking again would not help.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from urllib.parse import quote, urlencode
 
 from streams.cluster import Cluster, Member
 from streams.errors import StreamsError
+from streams.http_access import GIVE_A_TOKEN, BearerToken
 from streams.runtime.query import endpoint_of
 from streams.timespec import format_instant
 
@@ -43,6 +46,7 @@ def query(
     timeout: float = 10.0,
     start_from: datetime | None = None,
     start_to: datetime | None = None,
+    token: BearerToken | None = None,
 ) -> Any:
     """The value of ``key`` in ``table`` of app ``app_id`` (None: the key has none); of a
     windowed table, the list of its windows (see the module docstring)."""
@@ -55,12 +59,15 @@ def query(
     while True:
         members = [m for m in cluster.describe_group(app_id).members if endpoint_of(m.client_id)]
         if members:
-            status, body = _ask(members[0], path, timeout)
+            status, body = _ask(members[0], path, timeout, token)
             if status == 421:  # not the owner: ask the member that holds the partition
                 where = (body.get("topic"), body.get("partition"))
                 owner = next((m for m in members if where in m.partitions), None)
                 if owner is not None:
-                    status, body = _ask(owner, path, timeout)
+                    status, body = _ask(owner, path, timeout, token)
+            if status == 401:
+                given = "refused the token given" if token else "asks for a token"
+                raise QueryFailed(f"the query port of {app_id} {given} ({GIVE_A_TOKEN})")
             if status == 200:
                 return body["windows"] if "windows" in body else body["value"]
             if status == 404 and body.get("found") is False:
@@ -78,12 +85,16 @@ def query(
         time.sleep(RETRY_S)  # the group is moving: ask again
 
 
-def _ask(member: Member, path: str, timeout: float) -> tuple[int, dict[str, Any]]:
+def _ask(
+    member: Member, path: str, timeout: float, token: BearerToken | None
+) -> tuple[int, dict[str, Any]]:
     """The instance's answer: status and JSON body (a status 0 when it cannot be reached)."""
     endpoint = endpoint_of(member.client_id)
-    url = f"http://{endpoint}{path}"
+    request = urllib.request.Request(f"http://{endpoint}{path}")
+    if token is not None:
+        request.add_header("Authorization", token.header)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return int(response.status), json.loads(response.read())
     except urllib.error.HTTPError as exc:
         try:

@@ -171,18 +171,24 @@ class Assembly:
     def query_server(self) -> InstanceServer | None:
         """The query port's server (None without ``query_port``), its port bound now: the
         consumer advertises it to the group."""
-        if self.config.query_port is None:
+        config = self.config
+        if config.query_port is None:
             return None
-        return InstanceServer(self.config.query_port, self.health, query=self._query).bind()
+        return InstanceServer(
+            config.query_port, self.health, query=self._query, access=config.http
+        ).bind()
 
     @cached_property
     def metrics_server(self) -> InstanceServer | None:
         """The metrics port's server (None without metrics), its port bound now: a port
-        taken refuses the instance before it created anything."""
+        taken, or another host than 127.0.0.1 without a token, refuses the instance before
+        it created anything. It serves no table: whoever scrapes metrics reads no data."""
         metrics, port = self.metrics, self.config.metrics_port
         if metrics is None or port is None:
             return None
-        server = InstanceServer(port, self.health, exposition=metrics.exposition, query=self._query)
+        server = InstanceServer(
+            port, self.health, exposition=metrics.exposition, access=self.config.http
+        )
         return server.bind()
 
     @cached_property

@@ -13,6 +13,7 @@ from typing import Any
 
 from streams.cluster import Topics
 from streams.config import CONSUMER_PROTOCOL, bounded_prefetch, client_config, group_protocol
+from streams.http_access import LOCAL, HttpAccess
 
 PREFETCH_KBYTES = 2_048
 """What an instance's consumer keeps fetched ahead, at most (see ``consumer_config``)."""
@@ -56,6 +57,10 @@ class RuntimeConfig:
     # for ``streams query``; None: no query port (``streams.runtime.query``).
     query_port: int | None = None
     advertise: str | None = None
+    # The host both ports bind (127.0.0.1 unless told) and the token their requests must
+    # carry: another host without a token is refused before anything is bound
+    # (``streams.http_access``).
+    http: HttpAccess = LOCAL
     # With concurrency (async steps): records of one partition held in flight or waiting
     # for their key before the partition is paused (``streams.pipeline.concurrency``).
     buffered_per_partition: int = 1_000

@@ -8,7 +8,8 @@ topic=...)`` the one sample of ``name`` whose labels include those given::
     samples = wait_until(lambda: scrape(port), 30)
     assert sample(samples, "streams_records_consumed_total", topic="orders") == 300
 
-``scrape`` needs ``prometheus_client`` (the ``metrics`` extra), imported when called.
+``scrape`` needs ``prometheus_client`` (the ``metrics`` extra), imported when called. An
+instance whose ports ask for a token (``RuntimeConfig.http``) is read with ``token=``.
 """
 
 from __future__ import annotations
@@ -16,13 +17,21 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 
+from streams.http_access import BearerToken
+
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
-def get(port: int, path: str, *, host: str = "127.0.0.1") -> tuple[int, str]:
-    """Status and body of ``GET path``; (0, "") while nothing listens yet."""
+def get(
+    port: int, path: str, *, host: str = "127.0.0.1", token: BearerToken | None = None
+) -> tuple[int, str]:
+    """Status and body of ``GET path`` (with ``token``, as its bearer); (0, "") while
+    nothing listens yet."""
+    request = urllib.request.Request(f"http://{host}:{port}{path}")
+    if token is not None:
+        request.add_header("Authorization", token.header)
     try:
-        with urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=5) as reply:
+        with urllib.request.urlopen(request, timeout=5) as reply:
             return reply.status, reply.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
@@ -30,11 +39,11 @@ def get(port: int, path: str, *, host: str = "127.0.0.1") -> tuple[int, str]:
         return 0, ""
 
 
-def scrape(port: int, *, host: str = "127.0.0.1") -> Samples:
+def scrape(port: int, *, host: str = "127.0.0.1", token: BearerToken | None = None) -> Samples:
     """Every sample ``/metrics`` serves; empty while it does not answer 200."""
     from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
 
-    status, body = get(port, "/metrics", host=host)
+    status, body = get(port, "/metrics", host=host, token=token)
     if status != 200:
         return {}
     return {

@@ -118,4 +118,16 @@ def test_a_refused_start_creates_no_topic(
         )
     assert port_taken.returncode == 1
     assert f"cannot serve on port {port}" in port_taken.stderr.decode()
+    no_token = {k: v for k, v in os.environ.items() if not k.startswith("STREAMS_HTTP_TOKEN")}
+    open_to_all = subprocess.run(
+        [*cmd, "--metrics-port", "0", "--query-port", "0", "--http-host", "0.0.0.0"],
+        capture_output=True,
+        timeout=60,
+        env=no_token,
+        check=False,
+    )
+    assert open_to_all.returncode == 1
+    assert open_to_all.stderr.decode().startswith(
+        "error: refusing to serve the metrics and query ports on 0.0.0.0 without a token"
+    )
     assert created() == []  # no output, retry tier, DLQ or changelog left behind

@@ -45,6 +45,8 @@ EVERY_OPTION = [
     "--metrics-port=9100",
     "--query-port=0",
     "--advertise=host.example",
+    "--http-host=0.0.0.0",
+    "--http-token-file=/run/secrets/streams-http-token",  # a path: the token is not on argv
     "--share",
     "--deliveries=4",
     "--concurrency=8",

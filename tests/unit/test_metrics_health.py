@@ -56,9 +56,7 @@ def served() -> Iterator[tuple[FakeRuntime, RuntimeMetrics, int]]:
     runtime = FakeRuntime()
     metrics = RuntimeMetrics("billing", "instance-1")
     metrics.watch(runtime)  # type: ignore[arg-type]
-    server = InstanceServer(
-        0, runtime.health, exposition=metrics.exposition, host="127.0.0.1"
-    ).start()
+    server = InstanceServer(0, runtime.health, exposition=metrics.exposition).start()
     try:
         yield runtime, metrics, server.port
     finally:
@@ -136,9 +134,7 @@ def test_a_taken_port_is_one_clear_error() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        server = InstanceServer(
-            port, Health(), exposition=lambda: (b"", "text/plain"), host="127.0.0.1"
-        )
+        server = InstanceServer(port, Health(), exposition=lambda: (b"", "text/plain"))
         with pytest.raises(InstanceServerError, match=f"cannot serve on port {port}"):
             server.start()
 

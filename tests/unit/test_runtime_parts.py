@@ -80,7 +80,7 @@ def served(probe: Callable[[], None], on_tick: Callable[[Stats], None]) -> Runti
 
 def given_back(port: int) -> bool:
     try:
-        InstanceServer(port, Health(), host="127.0.0.1").bind().stop()
+        InstanceServer(port, Health()).bind().stop()
     except OSError:
         return False
     return True
@@ -128,7 +128,7 @@ def test_a_start_that_fails_gives_the_ports_back() -> None:
 
 
 def test_a_port_bound_and_never_served_is_given_back_at_once() -> None:
-    server = InstanceServer(0, Health(), host="127.0.0.1").bind()
+    server = InstanceServer(0, Health()).bind()
     port = server.port
     server.stop()  # returns: nothing to wait for
     assert not server.bound and given_back(port)
