@@ -159,6 +159,7 @@ class InstanceServer:
         return self
 
     def start(self) -> InstanceServer:
+        """Bind if not yet, and serve from a thread of its own until ``stop``."""
         sock = self.bind()._socket
         assert sock is not None
         loop = self._loop = asyncio.new_event_loop()
