@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.errors import StreamsError
+from streams.setting_names import KNOWN, SECRET
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 # The cluster a command asks when told no other, and how long it waits for each request.
@@ -47,7 +48,12 @@ KAFKA_CONFIG_ENV = "STREAMS_KAFKA_CONFIG"
 """A properties file of client settings every command and the runtime apply (security,
 timeouts...), as ``--config FILE`` does for one command."""
 
-_SECRET = re.compile(r"password|secret|jaas|token|credential|\.key$|key\.pem", re.IGNORECASE)
+HIDDEN = "[hidden]"
+"""What is shown in place of a secret."""
+
+# The user info of a URL (``https://user:password@host``): the registry client reads
+# credentials from it.
+_USER_INFO = re.compile(r"(?<=://)[^/@\s]+@")
 
 
 class ClientConfigError(StreamsError):
@@ -114,8 +120,19 @@ def client_settings(
 
 
 def redacted(settings: Mapping[str, object]) -> dict[str, object]:
-    """``settings`` fit to log or print: the value of every secret-looking key hidden."""
-    return {k: "[hidden]" if _SECRET.search(k) else v for k, v in settings.items()}
+    """``settings`` fit to log or print, the one place client settings are made so: the
+    value of every secret (``streams.setting_names.SECRET``) and of every name Streams
+    does not know (a misspelt key may hold a password) is ``HIDDEN``, and so is the user
+    info of a URL. A ``consumer.``/``producer.`` prefix (``streams run``) is read past."""
+    return {key: _shown(key, value) for key, value in settings.items()}
+
+
+def _shown(key: str, value: object) -> object:
+    kind, _, rest = key.partition(".")
+    name = rest if kind in {"consumer", "producer"} else key
+    if name not in KNOWN or name in SECRET:
+        return HIDDEN
+    return _USER_INFO.sub(f"{HIDDEN}@", value) if isinstance(value, str) else value
 
 
 FETCH_QUEUE_BACKOFF_MS = 5

@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 from streams.config import (
     KAFKA_CONFIG_ENV,
@@ -18,6 +19,7 @@ from streams.config import (
 )
 from streams.logs import KafkaLog
 from streams.runtime.config import RuntimeConfig, split_client_overrides
+from streams.setting_names import LIBRDKAFKA, SECRET
 
 
 def test_a_properties_file_reads_as_java_reads_it(tmp_path: Path) -> None:
@@ -62,18 +64,52 @@ def test_the_environment_file_then_config_then_x_and_the_last_wins(
     assert client_settings(command_file, ["c=x"]) == {"a": "env", "b": "file", "c": "x"}
 
 
-def test_secrets_are_hidden_in_what_is_shown() -> None:
-    shown = redacted(
-        {"sasl.password": "p", "sasl.jaas.config": "j", "ssl.key.password": "k",
-         "sasl.username": "alice", "security.protocol": "SASL_SSL"}
-    )  # fmt: skip
-    assert shown == {
-        "sasl.password": "[hidden]",
-        "sasl.jaas.config": "[hidden]",
-        "ssl.key.password": "[hidden]",
-        "sasl.username": "alice",
+# What librdkafka flags _RK_SENSITIVE in rdkafka_conf.c (and the alias of one), what
+# confluent-kafka's SchemaRegistryClient reads credentials from, and Java clients' secrets.
+SECRETS = [
+    "sasl.username", "sasl.password", "sasl.oauthbearer.config",
+    "sasl.oauthbearer.client.secret", "sasl.oauthbearer.client.credentials.client.secret",
+    "sasl.oauthbearer.assertion.private.key.file", "sasl.oauthbearer.assertion.private.key.pem",
+    "sasl.oauthbearer.assertion.private.key.passphrase", "ssl.key.location",
+    "ssl.key.password", "ssl.key.pem", "ssl_key", "ssl.keystore.password", "ssl.ca.pem",
+    "basic.auth.user.info", "bearer.auth.token", "bearer.auth.client.secret",
+    "bearer.auth.issuer.endpoint.query", "bearer.auth.custom.provider.config",
+    "sasl.jaas.config", "ssl.truststore.password", "ssl.keystore.key",
+]  # fmt: skip
+
+
+def test_secrets_and_unknown_keys_are_hidden_in_what_is_shown() -> None:
+    secrets = {key: f"planted-{i}" for i, key in enumerate(SECRETS)}
+    unknown = {"sasl.pasword": "hunter2", "consumer.ssl.key.pasword": "hunter3"}
+    plain = {
         "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "ssl.ca.location": "/etc/kafka/ca.pem",
+        "consumer.fetch.min.bytes": "1",
+        "bearer.auth.client.id": "orders",
     }
+    shown = redacted({**secrets, **unknown, **plain})
+    assert shown == {**dict.fromkeys([*secrets, *unknown], "[hidden]"), **plain}
+    # one kind of client's settings (streams run's -X consumer.KEY) are hidden alike
+    assert redacted({"producer.sasl.password": "p"}) == {"producer.sasl.password": "[hidden]"}
+
+
+def test_the_user_info_of_a_url_is_hidden() -> None:
+    shown = redacted({"url": "https://svc:s3cret@registry:8081/x", "proxy": "http://proxy:3128"})
+    assert shown == {"url": "https://[hidden]@registry:8081/x", "proxy": "http://proxy:3128"}
+
+
+def test_every_setting_shown_is_one_the_installed_librdkafka_knows() -> None:
+    # A name Streams shows the value of must be a real property: a typo in the table
+    # would show a misspelt key's value. librdkafka refuses an unknown name by name.
+    unknown = []
+    for name in sorted(LIBRDKAFKA - SECRET):
+        try:
+            Producer({name: "x", "logger": logging.getLogger("ignored")})
+        except Exception as exc:  # refused values (they are all "x") are fine
+            if "No such configuration property" in str(exc):
+                unknown.append(name)
+    assert unknown == []
 
 
 def test_every_runtime_client_gets_the_shared_settings_and_its_own() -> None:

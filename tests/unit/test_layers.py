@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
         "record_size",
         "timespec",
         "http_access",
+        "setting_names",
         "config",
         "logs",
         "coordinates",
