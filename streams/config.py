@@ -54,6 +54,8 @@ HIDDEN = "[hidden]"
 # The user info of a URL (``https://user:password@host``): the registry client reads
 # credentials from it.
 _USER_INFO = re.compile(r"(?<=://)[^/@\s]+@")
+# What the name of a client setting is made of (librdkafka's, the registry client's, Java's).
+_NAME = re.compile(r"[\w.-]+")
 
 
 class ClientConfigError(StreamsError):
@@ -63,7 +65,8 @@ class ClientConfigError(StreamsError):
 def read_properties(path: Path | str) -> dict[str, str]:
     """A Java-style properties file (Kafka's ``--command-config``, kcat's ``-F``):
     ``key=value`` or ``key: value`` lines, ``#`` and ``!`` comments, blank lines, and a
-    trailing backslash continuing a line. Raises ClientConfigError naming the line."""
+    trailing backslash continuing a line. Raises ClientConfigError naming the line, and
+    its key when Streams knows it, never the line's text: it may hold a secret."""
     path = Path(path).expanduser()
     try:
         text = path.read_text()
@@ -80,9 +83,11 @@ def read_properties(path: Path | str) -> dict[str, str]:
         if not line or line[0] in "#!":
             continue
         cut = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
-        if cut < 0:
-            raise ClientConfigError(f"{path}:{number}: expected key=value, got {raw.strip()!r}")
-        settings[line[:cut].strip()] = line[cut + 1 :].strip()
+        key = line[:cut].strip()
+        if cut < 0 or not _NAME.fullmatch(key):
+            where = _where(f"{path}:{number}", line)
+            raise ClientConfigError(f"{where}: expected key=value with a setting's name as key")
+        settings[key] = line[cut + 1 :].strip()
     return settings
 
 
@@ -94,28 +99,46 @@ def parse_key_values(items: Sequence[str], option: str) -> dict[str, str]:
 
 def key_value_pairs(items: Sequence[str], option: str) -> list[tuple[str, str]]:
     """``KEY=VALUE`` items in order, a key as often as it is given (``-H``: a header
-    may repeat). The value is everything after the first ``=``."""
+    may repeat). The value is everything after the first ``=``. Raises ClientConfigError
+    naming the option and the item's place (and its key when Streams knows it), never
+    the item's text: it may hold a secret."""
     out: list[tuple[str, str]] = []
-    for item in items:
+    for number, item in enumerate(items, 1):
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ClientConfigError(f"{option} expects KEY=VALUE, got {item!r}")
+            found = "no '='" if not sep else "no key"
+            where = _where(f"{option} item {number}", item)
+            raise ClientConfigError(f"{where}: expected KEY=VALUE, found {found}")
         out.append((key.strip(), value))
     return out
+
+
+def _where(place: str, text: str) -> str:
+    """``place`` (an item of an option, a line of a file), with the name of the setting
+    ``text`` starts with when Streams knows that name: a name is never a secret, and the
+    rest of ``text`` may be one."""
+    name = _NAME.match(text.strip())
+    return f"{place} ({name.group()})" if name is not None and name.group() in KNOWN else place
 
 
 def client_settings(
     config_file: Path | str | None = None, overrides: Sequence[str] = ()
 ) -> dict[str, str]:
     """The client settings of a command: ``$STREAMS_KAFKA_CONFIG``'s file, then
-    ``config_file`` (``--config``), then ``overrides`` (``-X KEY=VALUE``); later wins."""
+    ``config_file`` (``--config``), then ``overrides`` (``-X KEY=VALUE``); later wins.
+    Raises ClientConfigError for a line or item that is not a setting's name and a value
+    (never showing it)."""
     settings: dict[str, str] = {}
     env_file = os.environ.get(KAFKA_CONFIG_ENV, "").strip()
     if env_file:
         settings.update(read_properties(env_file))
     if config_file is not None:
         settings.update(read_properties(config_file))
-    settings.update(parse_key_values(overrides, "-X"))
+    for number, (key, value) in enumerate(key_value_pairs(overrides, "-X"), 1):
+        if not _NAME.fullmatch(key):  # "-X 'sasl.password s3cret=x'": no key to hand on
+            where = _where(f"-X item {number}", key)
+            raise ClientConfigError(f"{where}: expected KEY=VALUE with a setting's name as KEY")
+        settings[key] = value
     return settings
 
 

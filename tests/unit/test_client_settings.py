@@ -49,8 +49,52 @@ def test_a_bad_line_or_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
         read_properties(path)
     with pytest.raises(ClientConfigError, match="cannot read client config"):
         read_properties(tmp_path / "missing.properties")
-    with pytest.raises(ClientConfigError, match="-X expects KEY=VALUE, got 'oops'"):
+    with pytest.raises(ClientConfigError, match=r"^-X item 1: expected KEY=VALUE, found no '='$"):
         client_settings(overrides=["oops"])
+
+
+NAME_AS_KEY = "expected KEY=VALUE with a setting's name as KEY"
+NO_EQUALS = "expected KEY=VALUE, found no '='"
+
+
+@pytest.mark.parametrize(
+    ("items", "error"),
+    [
+        (["a=1", "sasl.password:s3cret"], f"-X item 2 (sasl.password): {NO_EQUALS}"),
+        (["s3cret"], f"-X item 1: {NO_EQUALS}"),
+        (["=s3cret"], "-X item 1: expected KEY=VALUE, found no key"),
+        # the key would carry the secret to librdkafka's "No such configuration property"
+        (["sasl.password s3cret=x"], f"-X item 1 (sasl.password): {NAME_AS_KEY}"),
+        (["sasl.jaas.config"], f"-X item 1 (sasl.jaas.config): {NO_EQUALS}"),
+    ],
+)  # fmt: skip
+def test_a_malformed_x_is_named_by_its_place_and_known_key_never_its_text(
+    items: list[str], error: str
+) -> None:
+    with pytest.raises(ClientConfigError) as refused:
+        client_settings(overrides=items)
+    assert str(refused.value) == error
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ('sasl.jaas.config org.Login required password="s3cret";', " (sasl.jaas.config)"),
+        ("sasl.password s3cret=x", " (sasl.password)"),  # Java's key/value separator: a space
+        ("s3cret", ""),
+        ("org.Login required s3cret", ""),  # a continued line left without its backslash
+    ],
+)
+def test_a_malformed_properties_line_is_named_by_its_number_and_known_key_never_its_text(
+    tmp_path: Path, line: str, named: str
+) -> None:
+    path = tmp_path / "client.properties"
+    path.write_text(f"security.protocol=SASL_SSL\n{line}\n")
+    with pytest.raises(ClientConfigError) as refused:
+        read_properties(path)
+    assert str(refused.value) == (
+        f"{path}:2{named}: expected key=value with a setting's name as key"
+    )
 
 
 def test_the_environment_file_then_config_then_x_and_the_last_wins(
