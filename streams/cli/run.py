@@ -5,7 +5,10 @@ processes of this one (same consumer group), forwards SIGINT/SIGTERM (and SIGUSR
 thread's stack) to them and exits with the worst of their exit codes. A child is given
 the command as parsed here (``child_params``, written back as a command line by
 ``command_line``): every option reaches it without being listed again, and its port
-options and instance id are its own.
+options and instance id are its own. The client settings (``-X``, ``--config``,
+``$STREAMS_KAFKA_CONFIG``) are the exception: they may hold secrets, and a command line is
+there for anyone to read (``ps``), so the parent reads them once and hands them to its
+children in a file only its user can read (``handed_settings``), removed when it ends.
 
 Output: logs on stderr (JSON lines off a terminal). With ``--json``: logs as JSON lines
 always, and at a clean stop one JSON summary line on stdout per instance (app id,
@@ -17,11 +20,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -56,7 +62,8 @@ ClientOpt = typer.Option(
     "-X",
     metavar="KEY=VALUE",
     help="librdkafka setting KEY=VALUE for every client; prefix consumer. or producer. "
-    "for one kind (repeatable; wins over --config).",
+    "for one kind (repeatable; wins over --config). A command line shows in ps: give "
+    "secrets in --config.",
 )
 GuaranteeOpt = typer.Option(
     None,
@@ -231,11 +238,13 @@ def run(  # noqa: PLR0917 - a command's options
         raise TopologyError("--deliveries counts the deliveries of a share group: add --share")
     if concurrency is not None or ordering is not None:
         topology = topology.with_concurrency(concurrency or topology.concurrency, ordering)
+    handed = handed_settings()
+    settings = client_settings(config_file, client) if handed is None else handed
     if instances > 1:
-        raise typer.Exit(_supervise(ctx, instances, topology.app_id))
+        raise typer.Exit(_supervise(ctx, instances, topology.app_id, settings))
     config = instance_config(
         bootstrap,
-        client_settings(config_file, client),
+        settings,
         timeout,
         wait=wait_for_broker,
         batch_size=batch_size,
@@ -315,12 +324,52 @@ def advertised(advertise: str | None, query_port: int | None) -> str | None:
     return f"{advertise}:{query_port}"
 
 
+HANDED_SETTINGS_ENV = "STREAMS_RUN_SETTINGS_FILE"
+"""Where a child of ``--instances N`` finds the client settings its parent read: a file
+of its own, JSON (not a properties file: a PEM value spans lines), that only their user
+can read, and that the child removes once read."""
+
+
+@contextmanager
+def _handing(settings: Mapping[str, str]) -> Iterator[Path]:
+    """A file holding ``settings`` for one child, readable by this user only (0600);
+    removed when the block ends if the child did not remove it (it died first)."""
+    fd, name = tempfile.mkstemp(prefix="streams-run-", suffix=".json")  # created 0600
+    path = Path(name)
+    try:
+        with os.fdopen(fd, "w") as out:
+            json.dump(dict(settings), out)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def handed_settings() -> dict[str, str] | None:
+    """The client settings a parent handed this process (``--instances N``), None in a
+    process started otherwise. The file is removed once read, and its name taken out of
+    the environment, so nothing the topology starts takes them for its own."""
+    name = os.environ.pop(HANDED_SETTINGS_ENV, None)
+    if name is None:
+        return None
+    path = Path(name)
+    settings: dict[str, str] = json.loads(path.read_text())
+    path.unlink()
+    return settings
+
+
 def child_params(params: Mapping[str, Any], i: int, app_id: str) -> dict[str, Any]:
     """The options of child ``i`` of ``--instances N``: the parent's ``params`` (a
     ``Context.params`` of ``run``), as one instance of the app the parent loaded,
-    without a live status line; each port option given is ``port + i`` (0: each a free
-    port), an instance id given is ``<id>-<i>``."""
-    own: dict[str, Any] = {"instances": 1, "status": False, "app_id": app_id}
+    without a live status line and without client settings (``-X``, ``--config``: the
+    parent hands them over privately, ``handed_settings``); each port option given is
+    ``port + i`` (0: each a free port), an instance id given is ``<id>-<i>``."""
+    own: dict[str, Any] = {
+        "instances": 1,
+        "status": False,
+        "app_id": app_id,
+        "client": [],
+        "config_file": None,
+    }
     for name in ("metrics_port", "query_port"):
         port = params[name]
         own[name] = None if port is None else port + i if port else 0
@@ -355,11 +404,11 @@ def _option(option: TyperOption, value: Any) -> list[str]:
     return [f"{name}{glue}{v}" for v in (value if option.multiple else [value])]
 
 
-def _supervise(ctx: typer.Context, instances: int, app_id: str) -> int:
+def _supervise(ctx: typer.Context, instances: int, app_id: str, settings: Mapping[str, str]) -> int:
     """Start ``instances`` children, each running the command of ``ctx`` with its
-    ``child_params`` (and the options of ``streams`` itself, e.g. ``-v``); forward stop
-    signals and stack-dump requests (SIGUSR1) to them. The command line is never logged:
-    ``-X`` may carry secrets."""
+    ``child_params`` (and the options of ``streams`` itself, e.g. ``-v``) and the client
+    ``settings`` in a private file; forward stop signals and stack-dump requests
+    (SIGUSR1) to them."""
     from streams.runtime.signals import STACK_DUMP
 
     cmd = [sys.executable, "-m", "streams"]
@@ -367,17 +416,19 @@ def _supervise(ctx: typer.Context, instances: int, app_id: str) -> int:
         cmd += command_line(ctx.parent.command, ctx.parent.params)
     cmd.append(ctx.info_name or "run")
 
-    def start(i: int) -> subprocess.Popen[bytes]:
+    def start(i: int, handed: Path) -> subprocess.Popen[bytes]:
         args = command_line(ctx.command, child_params(ctx.params, i, app_id))
-        return subprocess.Popen([*cmd, *args])
+        env = {**os.environ, HANDED_SETTINGS_ENV: str(handed)}
+        return subprocess.Popen([*cmd, *args], env=env)
 
-    children = [start(i) for i in range(instances)]
+    with ExitStack() as files:
+        children = [start(i, files.enter_context(_handing(settings))) for i in range(instances)]
 
-    def forward(signum: int, _frame: FrameType | None) -> None:
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signum)
+        def forward(signum: int, _frame: FrameType | None) -> None:
+            for child in children:
+                if child.poll() is None:
+                    child.send_signal(signum)
 
-    for s in (signal.SIGINT, signal.SIGTERM, STACK_DUMP):
-        signal.signal(s, forward)
-    return max(child.wait() for child in children)
+        for s in (signal.SIGINT, signal.SIGTERM, STACK_DUMP):
+            signal.signal(s, forward)
+        return max(child.wait() for child in children)

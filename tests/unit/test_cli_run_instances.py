@@ -4,17 +4,30 @@ The parent writes a child's options back as a command line (``command_line``) fr
 click parsed, not from a list of its own; these tests parse that command line again and
 compare. ``EVERY_OPTION`` sets each option of ``streams run`` to a value other than its
 default, and the first test fails when an option is added without a value here, so a new
-option is always checked on its way to the children.
+option is always checked on its way to the children. The client settings are the
+exception: a command line is for anyone to read (``ps``), so they go to a child in a file
+of its own (``handed_settings``).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import stat
+from pathlib import Path
 from typing import Any
 
+import pytest
 from typer import _click
 
 import streams.cli
-from streams.cli.run import child_params, command_line
+from streams.cli.run import (
+    HANDED_SETTINGS_ENV,
+    _handing,
+    child_params,
+    command_line,
+    handed_settings,
+)
 
 CLI: Any = streams.cli.cli
 RUN: _click.Command = CLI.commands["run"]
@@ -75,8 +88,8 @@ def test_every_option_of_run_is_given_a_value_here() -> None:
 def test_a_child_is_given_every_option_of_the_parent_and_its_own_ports_and_id() -> None:
     parent = parse(EVERY_OPTION).params
     for i in (0, 2):
-        child = parse(command_line(RUN, child_params(parent, i, "billing-7"))).params
-        assert child == {
+        args = command_line(RUN, child_params(parent, i, "billing-7"))
+        assert parse(args).params == {
             **parent,
             "instances": 1,
             "status": False,
@@ -84,7 +97,30 @@ def test_a_child_is_given_every_option_of_the_parent_and_its_own_ports_and_id() 
             "metrics_port": 9100 + i,
             "query_port": 0,  # 0: each child a free port
             "instance_id": f"east-{i}",
+            "client": [],  # handed over in a file
+            "config_file": None,
         }
+        assert not any("hunter2" in a or "client.properties" in a for a in args)
+
+
+def test_a_child_reads_the_settings_handed_to_it_once_from_a_private_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = {"sasl.password": "-hunter2", "ssl.key.pem": "-----BEGIN\nKEY\n-----END\n"}
+    with _handing(settings) as path:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert json.loads(path.read_text()) == settings
+        monkeypatch.setenv(HANDED_SETTINGS_ENV, str(path))
+        assert handed_settings() == settings
+        # read once: the file is gone, and nothing the child starts finds it named
+        assert not path.exists() and HANDED_SETTINGS_ENV not in os.environ
+    assert handed_settings() is None  # a process no parent handed settings to
+
+
+def test_a_file_its_child_never_read_is_removed_by_the_parent() -> None:
+    with _handing({"sasl.password": "hunter2"}) as path:
+        handed: Path = path
+    assert not handed.exists()
 
 
 def test_options_left_to_their_defaults_stay_defaults_in_a_child() -> None:
