@@ -104,7 +104,8 @@ SettingOpt = typer.Option(
     [],
     "-X",
     metavar="KEY=VALUE",
-    help="librdkafka setting KEY=VALUE for every client (repeatable; wins over files).",
+    help="librdkafka setting KEY=VALUE for every client (repeatable; wins over files). "
+    "A command line shows in ps: give secrets in --config.",
 )
 
 # The HTTP ports an instance serves (streams.http_access): this machine only unless told,

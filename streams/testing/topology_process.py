@@ -118,6 +118,11 @@ class TopologyProcess:
         wait_until(seen, timeout, interval=0.05, what=what, seen=lambda: self.output(10))
 
     @property
+    def pid(self) -> int | None:
+        """The process's id while it has not been stopped (its children's parent)."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
