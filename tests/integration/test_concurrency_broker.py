@@ -5,9 +5,9 @@
 loses no order and writes each customer's orders in the order they came in (after the
 restart, from where the last commit was: a committed offset never passes an order in
 flight), an order written twice with the same envelope id both times (``dedup()``
-downstream drops the second). With exactly-once, two SIGKILLs leave every order exactly once, in order, in the
-read_committed output. A retried order holds back its customer's later orders and no
-one else's.
+downstream drops the second). With exactly-once, two SIGKILLs leave every order exactly
+once, in order, in the read_committed output. A retried order holds back its customer's
+later orders and no one else's.
 """
 
 from __future__ import annotations
