@@ -444,6 +444,12 @@ def _rebalances(families: _Families, stats: Stats) -> Iterator[Metric]:
         "Partitions taken away without a revoke (the session timed out).",
         stats.partitions_lost,
     )
+    yield families.counter(
+        "streams_refusals",
+        "Times the work since the last commit was done again without records whose "
+        "outputs the broker refused for their sake (they go to the DLQ).",
+        stats.refusals,
+    )
 
 
 def _transactions(families: _Families, committer: Committer) -> Iterator[Metric]:

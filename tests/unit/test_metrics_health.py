@@ -34,7 +34,7 @@ class FakeRuntime:
     """What the metrics read of a runtime, set by hand."""
 
     def __init__(self) -> None:
-        self.stats = Stats(partitions=2, rebalances=1, partitions_lost=1)
+        self.stats = Stats(partitions=2, rebalances=1, partitions_lost=1, refusals=4)
         self.stats.failures = {"dead_lettered_by_topic": {"orders": 3}, "recovered": 1}
         self.health = Health()
         self.state = None
@@ -118,6 +118,7 @@ def test_metrics_are_read_from_the_runtime_at_scrape_time(
     assert samples[key("streams_transaction_aborts_total")] == 2
     assert samples[key("streams_rebalances_total")] == 1
     assert samples[key("streams_partitions_lost_total")] == 1
+    assert samples[key("streams_refusals_total")] == 4
     assert samples[key("streams_consumer_lag_records", topic="orders", partition="0")] == 7
     assert samples[key("streams_consumer_lag_seconds", topic="orders", partition="0")] == 2.5
     assert samples[key("streams_assigned_partitions")] == 2
