@@ -29,6 +29,7 @@ from streams.demo.failures import step_failures
 from streams.demo.faust import step_faust
 from streams.demo.observability import step_observability
 from streams.demo.projections import step_projections
+from streams.demo.refused import step_refused
 from streams.demo.replay import step_replay
 from streams.demo.requests import step_requests
 from streams.demo.round_trip import step_round_trip
@@ -54,6 +55,7 @@ STEPS: list[Callable[[DemoContext], None]] = [
     step_faust,
     step_failures,
     step_state,
+    step_refused,
     step_exactly_once,
     step_windows,
     step_timers,

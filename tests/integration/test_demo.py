@@ -45,6 +45,13 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient
         assert f"{app}-{suffix} 2 partitions" in listed
     assert f"{made[3]} topics, {2 * int(made[3])} partitions" in out
     assert re.search(r"(demo-[0-9a-f]{8}-[\w-]+?)-\1-", out) is None  # no <app>-<app>-
+    assert re.search(
+        r"the history of c-7 made an output over message.max.bytes: its order to "
+        r"demo-\w+-history-orders-dlq \(OutputRefusedError, step with-history\), the 19 others"
+        r" out, the instance on; .* \d+ outputs written twice, with the same envelope ids",
+        out,
+    )
+    assert "o-7 came out (its dedup id had been undone with its output; 0 duplicates)" in out
     assert re.search(r"/readyz 503 \(stalled partition\(s\): demo-\w+-stalled\[0\]\)", out)
     assert re.search(
         r"400 events \(each id twice\) -> 200 outputs, each once, readable to read_committed"
