@@ -273,7 +273,12 @@ def _read_to_end(
     deadline = time.monotonic() + stall
     done = False
     while not done:
-        batch = consumer.consume(batch_size, timeout=0.5)
+        # What is fetched already, else the first record or event to come: ``consume``
+        # alone returns only with a full batch or at its timeout, so the end-of-partition
+        # event (the end of a changelog written in transactions: a marker no record
+        # reaches) waited out the whole timeout, 0.5 s a partition at every restart under
+        # exactly-once.
+        batch = consumer.consume(batch_size, timeout=0) or consumer.consume(1, timeout=0.5)
         before = replay.position
         # The end: the high watermark read before, or the broker's end-of-partition (a
         # changelog written in transactions ends with a marker no record reaches).
