@@ -16,9 +16,11 @@ a time, as without concurrency.
 - Up to ``limit`` records in flight. ``ordering="key"``: at most one per record key, so a
   key's records run one after the other in offset order (a record without a key is
   ordered with its partition); ``"partition"``: one per partition; ``"none"``: any. A record
-  that may not start yet waits here. A partition the crash guard watches (its last run
-  died) runs one record at a time, so the guard knows which record was in hand, until
-  the guard lets go of it.
+  that may not start yet waits here. A partition whose last run died runs one record at
+  a time (the crash guard's ``serial``) until the first commit past where this run
+  started, which lets it go on at once (``ConcurrentCommits``); the crash guard hears of
+  each record of its partition whose code runs (when it starts and when its coroutine
+  returned), so it knows the record in hand.
 - Positions: a partition's position moves past a record once it and every record before
   it finished (``Commit`` leaves positions to this step), so no commit passes a record
   in flight or waiting.
@@ -49,6 +51,7 @@ from greenlet import GreenletExit, getcurrent, greenlet
 from streams.coordinates import TP
 from streams.logs import get_logger
 from streams.pipeline.commit import Committer, CommitterWrapper
+from streams.pipeline.crash_guard import GuardedPartition
 from streams.pipeline.execute import Aside, Attempt
 from streams.pipeline.offsets import AHEAD_SPAN, Partitions
 from streams.pipeline.pauses import ConsumerControl, HeldBound
@@ -68,13 +71,25 @@ _SPAN_LIMIT = AHEAD_SPAN - 4_000  # a partition's window of offsets, with room f
 class _Task:
     """One record in this step: waiting, in flight (a greenlet), or finished."""
 
-    __slots__ = ("aside", "call", "done", "glet", "key", "limit", "offset", "record", "tp")
+    __slots__ = (
+        "aside",
+        "call",
+        "done",
+        "glet",
+        "guard",
+        "key",
+        "limit",
+        "offset",
+        "record",
+        "tp",
+    )
 
-    def __init__(self, record: Record, tp: TP, key: Any) -> None:
+    def __init__(self, record: Record, tp: TP, key: Any, guard: GuardedPartition | None) -> None:
         self.record: Record | None = record  # let go of once finished: only its offset stays
         self.offset = record.offset
         self.tp = tp
         self.key = key
+        self.guard = guard  # its partition's crash guard, told each time its code runs
         self.glet: greenlet | None = None  # while in flight
         self.call: Call | None = None  # the coroutine it awaits
         self.limit: StepLimit | None = None  # the step whose place it waits for
@@ -88,7 +103,7 @@ class _Partition:
     def __init__(self, rewinds: int, max_held: int) -> None:
         self.held: deque[_Task] = deque()  # in offset order, until every one before finished
         self.unfinished = 0  # of them: waiting or in flight
-        self.serial = False  # one record at a time (the crash guard watches it)
+        self.serial = False  # one record at a time (the crash guard's ``serial``)
         self.rewinds = rewinds  # the partition's rewinds when its first record came
         self._full = max_held
 
@@ -144,12 +159,8 @@ class Concurrently(Forward):
         part = self._parts.get(tp)
         if part is None:
             part = self._parts[tp] = _Partition(po.rewinds, self._bound.max_held)
-        if po.guard is not None and po.guard.careful:
-            part.serial = True
-        elif part.serial:
-            self._unserialize(tp)
-            part.serial = False
-        task = _Task(record, tp, tp if part.serial else self._key(record))
+            part.serial = po.guard is not None and po.guard.serial
+        task = _Task(record, tp, tp if part.serial else self._key(record), po.guard)
         part.held.append(task)
         if po.skip and record.offset in po.skip:  # an earlier run finished it, ahead
             task.done, task.record = True, None
@@ -232,6 +243,16 @@ class Concurrently(Forward):
                 ahead.update(n for n in po.skip if n > base)
             po.ahead = tuple(sorted(ahead))
 
+    def release_serial(self) -> None:
+        """After a commit: partitions the crash guard no longer runs one record at a time
+        take their records' own ordering keys (see ``_unserialize``)."""
+        for tp, part in self._parts.items():
+            if part.serial:
+                po = self._partitions.get(tp)
+                if po is None or po.guard is None or not po.guard.serial:
+                    self._unserialize(tp)
+                    part.serial = False
+
     def forget_rewound(self) -> None:
         """After a commit: drop what is held of partitions sought back to their committed
         offset meanwhile (an aborted transaction): the consumer reads them again."""
@@ -293,8 +314,8 @@ class Concurrently(Forward):
                 self._current = None
 
     def _unserialize(self, tp: TP) -> None:
-        """The crash guard stopped watching partition ``tp``: its records, held one at a
-        time under the partition's key, take their own ordering keys, in offset order."""
+        """Partition ``tp`` need no longer run one record at a time: its records, held
+        under the partition's key, take their own ordering keys, in offset order."""
         waiting = self._keys.pop(tp, deque())
         for task in (*self._flying, *self._ready):
             if task.key == tp:  # the one record of the partition started or ready
@@ -335,6 +356,9 @@ class Concurrently(Forward):
 
     def _switch(self, task: _Task, switch: Callable[..., Any], *args: Any) -> None:
         """Run ``task``'s greenlet until it awaits or ends."""
+        guard = task.guard
+        if guard is not None:
+            guard.before(task.offset)
         self._current = task
         try:
             switch(*args)
@@ -516,6 +540,7 @@ class ConcurrentCommits(CommitterWrapper):
         step.mark_ahead()
         self.inner.commit()
         step.forget_rewound()
+        step.release_serial()  # now, not at the next record: a paused partition gets none
 
     def send_ahead(self) -> None:
         if not self._step.writing:

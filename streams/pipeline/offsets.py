@@ -65,7 +65,7 @@ class PartitionOffsets:
         # this partition (``Partitions.load_committed`` resolved it for a restore).
         self.from_reset = False
         self.guard: GuardedPartition | None = None
-        """The crash guard, while it watches this partition (``streams.pipeline.crash_guard``)."""
+        """The crash guard's, when it is on (``streams.pipeline.crash_guard``)."""
         self.ahead: tuple[int, ...] = ()
         self.committed_ahead: tuple[int, ...] = ()
         self.skip: frozenset[int] = frozenset()
@@ -102,6 +102,8 @@ class PartitionOffsets:
         self.committed = offset
         self.from_reset = False
         self.committed_ahead = self.ahead
+        if self.guard is not None:
+            self.guard.committed(offset)
 
 
 AHEAD_MARK = "streams-ahead:1:"
@@ -336,7 +338,7 @@ class Track(Forward):
             return
         record.offsets = po
         guard = po.guard
-        if guard is not None and not guard.before(record.offset, po.committed):
-            po.guard = None  # nothing to watch on this partition any more
+        if guard is not None:
+            guard.before(record.offset)
         self._stats.consumed += 1
         self.next.submit(record)

@@ -15,6 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from structlog.testing import capture_logs
 
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
+from streams.pipeline.crash_guard import CrashGuard
 from streams.pipeline.offsets import decode_ahead
 from streams.runtime import Runtime, RuntimeConfig
 from streams.runtime.state import IN_MEMORY
@@ -527,3 +529,35 @@ def test_a_coroutine_that_never_returns_postpones_commits_and_says_which_record(
     gates.open("o-1")
     h.turn_until(lambda: h.committed() == 2, "both committed")
     h.runtime.close()
+
+
+def test_a_partition_whose_last_run_died_goes_on_concurrently_at_the_commit_past_its_start(
+    tmp_path: Path,
+) -> None:
+    # What a run that died with its first record in hand leaves behind (no clean stop).
+    CrashGuard(tmp_path / "app" / "crash-guard").partition("in", 0).before(0)
+    gates = Gates()
+    h = Harness(
+        gated(gates, concurrency=8),
+        state_dir=str(tmp_path),
+        batch_size=5,
+        buffered_per_partition=10,
+        shutdown_timeout_s=0.05,  # how long a commit waits for the records in flight
+    )
+    h.write(*[order(n, f"k{n}") for n in range(40)])  # forty keys: eight at a time, usually
+    h.turn_until(lambda: gates.waiting == {"o-0"}, "the first record in flight")
+    for _ in range(20):
+        h.runtime.turn(0)
+    assert gates.waiting == {"o-0"}  # one at a time: the crash guard knows what is in hand
+    (position,) = h.runtime._consumer.position([TopicPartition("in", 0)])
+    assert position.offset <= 10 + 5  # paused at its bound: no record comes in any more
+
+    # o-0 and o-1 finish, a commit passes the run's start: eight in flight at once, though
+    # the partition, paused, hands over no new record.
+    gates.open("o-0", "o-1")
+    h.turn_until(lambda: len(gates.waiting) == 8, "eight records in flight")
+    assert h.committed() >= 1 and gates.waiting == {f"o-{n}" for n in range(2, 10)}
+    gates.open(*[f"o-{n}" for n in range(40)])
+    h.turn_until(lambda: len(h.out()) == 40, "all forty written")
+    h.runtime.close()
+    assert not (tmp_path / "app" / "crash-guard" / "in-0").exists()  # a clean stop
