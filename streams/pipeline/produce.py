@@ -116,7 +116,7 @@ class OutputSink:
         else:
             self._delivered(err, msg)
 
-    def _serve(self, timeout_s: float, *, flush: bool = False) -> int:
+    def _serve(self, timeout_s: float, *, flush: bool = False, served: bool = False) -> int:
         """The producer's ``poll`` (or ``flush``), its fatal error raised as an outage when
         ``transient`` says it is one."""
         producer = self.producer
@@ -131,13 +131,18 @@ class OutputSink:
                     raise exc.__cause__ from None
                 raise
         except KafkaException as exc:
-            self._raise_client_error(exc)
+            self._raise_client_error(exc, served=served)
 
-    def _raise_client_error(self, exc: KafkaException) -> NoReturn:
+    def _raise_client_error(self, exc: KafkaException, *, served: bool = False) -> NoReturn:
         """Raise a producer's error (from serving it, or from a write refused at once: a
         producer in a fatal state refuses every write) as an outage when ``transient``
         says it is one, else as it is."""
         err: KafkaError = exc.args[0]
+        if err.code() == KafkaError._FATAL and not served:
+            # A write refused by a producer in a fatal state says only that ("Local: Fatal
+            # error"); serving the producer raises the error that put it there (fenced in
+            # a transaction the broker timed out, say: an outage).
+            self._serve(0, served=True)
         if self.transient(err):
             if err.fatal():  # as a delivery report saying so: recovery replaces it
                 self.fatal = True

@@ -458,7 +458,13 @@ class Runtime:
         """Finish: flush, commit what is done (never a failed record), leave the group,
         close. ``failure``: what stopped the run (exactly-once: the transaction aborts)."""
         try:
-            self._chain.head.join(self.config.shutdown_timeout_s)
+            try:
+                self._chain.head.join(self.config.shutdown_timeout_s)
+            except Exception as exc:
+                # Outputs not all written: the committer finishes as after a failure (else
+                # the revoke of leaving the group would commit the transaction with them).
+                self._committer.finish(failure or exc)
+                raise
             self._committer.finish(failure)
         except OutputsRefused as exc:
             self._log.warning(

@@ -148,6 +148,39 @@ def test_a_write_refused_at_once_for_a_fatal_producer_is_an_outage_when_counted_
     assert sink.fatal
 
 
+UNABLE = KafkaException(
+    KafkaError(KafkaError._FATAL, "Unable to produce message: Local: Fatal error")
+)
+
+
+class FatalPending(FatalWhileServing):
+    """A producer fenced while the fatal error is not served yet: a write is refused with
+    librdkafka's bare "Fatal error"; serving the producer raises the error itself."""
+
+    def produce(self, topic: str, *args: Any, **kwargs: Any) -> None:
+        raise UNABLE
+
+
+def test_a_write_refused_as_fatal_is_judged_by_the_error_that_made_the_producer_fatal() -> None:
+    """A step that outlived the transaction timeout writes before the poll that would
+    report the fencing (the CI met it under load): its error decides, not "Fatal error"."""
+    sink = OutputSink(FatalPending(MemoryCluster(), over_a_pending(FENCED)))
+    sink.transient = lambda err: err.code() == KafkaError._FENCED
+    with pytest.raises(BrokerUnavailable, match="old epoch"):
+        sink.send_all(OUTPUTS)
+    assert sink.fatal
+    sink = OutputSink(FatalPending(MemoryCluster(), FENCED))
+    with pytest.raises(KafkaException) as raised:  # not an outage: the fencing, as it is
+        sink.send("out", None, b"v", [])
+    assert raised.value is FENCED
+    idle = FatalPending(MemoryCluster(), FENCED)
+    idle.raised = None  # nothing pending: the write's own error
+    sink = OutputSink(idle)
+    with pytest.raises(KafkaException) as bare:
+        sink.send_all(OUTPUTS)
+    assert bare.value is UNABLE
+
+
 # -- outputs refused for their records' sake -------------------------------------------------
 def record_at(offset: int) -> Record:
     return Record("in", 0, offset, None, b"k", b"v", [])
