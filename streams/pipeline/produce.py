@@ -107,12 +107,16 @@ class OutputSink:
         if not self.transient(err) and err.code() not in PURGED:
             self.refused += 1
 
-    def _delivered_output(self, record: Record, err: KafkaError | None, msg: Any) -> None:
-        """The delivery report of one of ``record``'s outputs."""
+    def _delivered_output(
+        self, topic: str, partition: int, offset: int, err: KafkaError | None, msg: Any
+    ) -> None:
+        """The delivery report of one of the outputs of the record at ``topic[partition]``
+        ``offset``."""
         if err is None:
             return
         if refuses_record(err):
-            self.refusals.append(Refusal(record.coordinates, msg.topic(), err, False))
+            where = Coordinates(topic, partition, offset)
+            self.refusals.append(Refusal(where, msg.topic(), err, False))
         else:
             self._delivered(err, msg)
 
@@ -209,7 +213,10 @@ class OutputSink:
             on_delivery = self._on_delivery
         else:
             # A small object per record: the report of a refused output names its record.
-            on_delivery = partial(self._on_output, record)
+            # Its coordinates, not the record: a record held until its outputs are
+            # acknowledged (its message, envelope and outputs) lived long enough for the
+            # garbage collector to promote and walk it, 40% more time in every stage.
+            on_delivery = partial(self._on_output, record.topic, record.partition, record.offset)
             near = self._near_limit
             for topic, key, value, headers in outputs:
                 if len(value) > near and record_size(key, value, headers) > self.max_bytes:
