@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -43,6 +44,18 @@ def order(name: str) -> Envelope:
     return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key="c")
 
 
+def die_three_times(cmd: list[str], *, timeout: float) -> None:
+    """Run ``cmd`` three times; each run dies with the killer in hand (exit 3), none
+    condemns it sooner."""
+    for death in range(3):
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        assert done.returncode == 3, (death, done.stdout[-3000:], done.stderr[-3000:])
+
+
+def order_ids(codec: AvroCodec, records: Sequence[Any]) -> list[str]:
+    return [codec.decode(m.value(), cast(Any, m.headers())).data["order_id"] for m in records]
+
+
 def test_a_record_that_kills_the_process_three_times_is_dead_lettered_at_the_fourth_start(
     kafka_bootstrap: str, make_topic: TopicFactory, tmp_path: Path
 ) -> None:
@@ -58,19 +71,14 @@ def test_a_record_that_kills_the_process_three_times_is_dead_lettered_at_the_fou
         "--set", f"input={topic}", "--bootstrap", kafka_bootstrap, "--no-status",
         "--state-dir", str(tmp_path / "state"),
     ]  # fmt: skip
-    for death in range(3):
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-        assert done.returncode == 3, (death, done.stdout, done.stderr)
+    die_three_times(cmd, timeout=120)
 
     fourth = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         with TopicReader(kafka_bootstrap, f"{app_id}-out") as reader:
 
-            def ids(records: list[Any]) -> list[str]:
-                return [
-                    codec.decode(m.value(), cast(Any, m.headers())).data["order_id"]
-                    for m in records
-                ]
+            def ids(records: Sequence[Any]) -> list[str]:
+                return order_ids(codec, records)
 
             out = reader.wait_for(lambda rs: "o-5" in ids(rs), 90, what="the orders after it")
         # at-least-once: a dying run may have sent o-1 and o-2 before it died; never o-killer
@@ -140,19 +148,14 @@ def test_a_killer_deep_in_a_backlog_is_dead_lettered_after_three_deaths(
         "--no-status", "--state-dir", str(tmp_path / "state"), "--guarantee", guarantee,
         "--concurrency", str(concurrency),
     ]  # fmt: skip
-    for death in range(3):  # each run dies with the killer in hand, none condemns it sooner
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
-        assert done.returncode == 3, (death, done.stdout[-3000:], done.stderr[-3000:])
+    die_three_times(cmd, timeout=180)
 
     fourth = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         with TopicReader(kafka_bootstrap, f"{app_id}-out") as reader:
 
-            def ids(records: list[Any]) -> list[str]:
-                return [
-                    codec.decode(m.value(), cast(Any, m.headers())).data["order_id"]
-                    for m in records
-                ]
+            def ids(records: Sequence[Any]) -> list[str]:
+                return order_ids(codec, records)
 
             last = f"o-{BEFORE + AFTER - 1}"
             out = reader.wait_for(lambda rs: last in ids(rs), 120, what="the orders after it")
