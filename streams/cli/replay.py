@@ -142,9 +142,19 @@ def _print_through(plan: ReplayPlan, path: Path, result: ThroughResult) -> None:
     console.print(_plan_table(plan, None, dry_run=False))
     console.print(
         f"reprocessed {result.processed:,} records of {plan.topic} through {path} as app id "
-        f"{result.app_id} ({result.produced:,} outputs, all acknowledged) in "
-        f"{result.seconds:.2f} s; its group is committed at the end of the range"
+        f"{result.app_id} in {result.seconds:.2f} s"
     )
+    if result.tables:
+        console.print(f"  tables read first: {_per_topic(result.tables)}")
+    if result.internal:
+        console.print(f"  internal topics drained: {_per_topic(result.internal)}")
+    outputs = _per_topic(result.outputs) if result.outputs else "none"
+    console.print(f"  outputs, all acknowledged: {outputs}")
+    console.print("its group is committed at the end of the range and of its internal topics")
+
+
+def _per_topic(counts: dict[str, int]) -> str:
+    return ", ".join(f"{topic} {n:,}" for topic, n in sorted(counts.items()))
 
 
 def replay_command(  # noqa: PLR0917 - a command's options

@@ -26,6 +26,7 @@ from streams.cluster.offsets import (
     committed,
     list_offsets,
     record_times,
+    records_before,
 )
 from streams.cluster.topics import (
     DEFAULT_REPLICATION,
@@ -225,6 +226,10 @@ class Cluster:
     def record_times(self, offsets: Mapping[TP, int]) -> dict[TP, int]:
         """See ``streams.cluster.offsets.record_times``."""
         return record_times(self, offsets)
+
+    def records_before(self, spans: Mapping[TP, tuple[int, int]]) -> set[TP]:
+        """See ``streams.cluster.offsets.records_before``."""
+        return records_before(self, spans)
 
     def committed(self, group: str, partitions: Sequence[TP] | None = None) -> dict[TP, int]:
         """See ``streams.cluster.offsets.committed``."""

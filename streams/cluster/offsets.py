@@ -15,6 +15,7 @@ from confluent_kafka import (
     Consumer,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
+    KafkaError,
     KafkaException,
     TopicPartition,
 )
@@ -27,6 +28,7 @@ from streams.coordinates import TP
 if TYPE_CHECKING:
     from streams.cluster.connection import Cluster
 
+EOF = KafkaError._PARTITION_EOF
 OffsetKind = Literal["earliest", "latest"] | int
 
 
@@ -62,11 +64,12 @@ def list_offsets(
     return {(tp.topic, tp.partition): info.offset for tp, info in results.items()}
 
 
-def record_times(cluster: Cluster, offsets: Mapping[TP, int]) -> dict[TP, int]:
-    """The timestamp (epoch ms) of the record at each offset (the first one after it,
-    where it is gone), read with one consumer assigned there: one fetch per partition,
-    every partition within ``timeout`` together. A partition with no record there in
-    time (or one without timestamps) is left out."""
+def _first_messages(cluster: Cluster, offsets: Mapping[TP, int]) -> dict[TP, Any]:
+    """The first message at or after each offset, read committed, with one consumer assigned
+    there: a record, or the partition's end event (``_PARTITION_EOF``, its offset the end)
+    when only transaction markers or nothing lie after it. One fetch per partition, every
+    partition within ``timeout`` together; a partition without an answer in time is left
+    out."""
     if not offsets:
         return {}
     cluster.check()
@@ -76,11 +79,12 @@ def record_times(cluster: Cluster, offsets: Mapping[TP, int]) -> dict[TP, int]:
                 "group.id": "streams-record-times",  # never joined, never committed
                 "enable.auto.commit": False,
                 "enable.partition.eof": True,
+                "isolation.level": "read_committed",
                 "fetch.max.bytes": 1024 * 1024,
             }
         )
     )
-    found: dict[TP, int] = {}
+    found: dict[TP, Any] = {}
     waiting = set(offsets)
     try:
         consumer.assign([TopicPartition(t, p, o) for (t, p), o in offsets.items()])
@@ -92,12 +96,41 @@ def record_times(cluster: Cluster, offsets: Mapping[TP, int]) -> dict[TP, int]:
                     continue
                 waiting.discard(key)  # its first record, or its end
                 consumer.pause([TopicPartition(*key)])  # nothing more from it
-                kind, ms = msg.timestamp()
-                if msg.error() is None and kind and ms >= 0:
-                    found[key] = ms
+                found[key] = msg
     finally:
         consumer.close()
     return found
+
+
+def record_times(cluster: Cluster, offsets: Mapping[TP, int]) -> dict[TP, int]:
+    """The timestamp (epoch ms) of the record at each offset (the first one after it,
+    where it is gone). A partition with no record there in time (or one without
+    timestamps) is left out."""
+    found: dict[TP, int] = {}
+    for key, msg in _first_messages(cluster, offsets).items():
+        kind, ms = msg.timestamp()
+        if msg.error() is None and kind and ms >= 0:
+            found[key] = ms
+    return found
+
+
+def records_before(cluster: Cluster, spans: Mapping[TP, tuple[int, int]]) -> set[TP]:
+    """The partitions with a record in their span ``(start, end)``, read committed: a
+    span of transaction markers only (where an exactly-once writer's log ends) holds
+    none, though its offsets differ. A partition that did not answer in time counts as
+    holding one."""
+    asked = {tp: start for tp, (start, end) in spans.items() if start < end}
+    first = _first_messages(cluster, asked)
+    return {tp for tp in asked if not _past(first.get(tp), spans[tp][1])}
+
+
+def _past(msg: Any, end: int) -> bool:
+    """Whether the first message read is the partition's end or a record at ``end`` on."""
+    if msg is None:
+        return False
+    if msg.error() is not None:
+        return bool(msg.error().code() == EOF)
+    return bool(msg.offset() >= end)
 
 
 def committed(
