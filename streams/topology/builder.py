@@ -21,8 +21,9 @@ in flight awaiting them, one at a time per key (``ordering="key"``; or ``"partit
 Every step takes ``name=`` (default: the function's name, made unique), ``on_error=``
 (a policy for this step; see ``streams.topology.policy``) and ``retry=`` (this step's
 ``RetryPolicy`` or a delay spec like ``"1s, 30s"``, overriding the builder's ``retry=``:
-with one, failed records go through retry topics to a DLQ instead of ``on_error``).
-Nothing runs while building.
+with one, failed records go through retry topics to a DLQ instead of ``on_error``; refused
+by ``build()`` on a step an aggregation's updates feed, which is never retried: see
+``streams.topology.validation``). Nothing runs while building.
 The lower-level ``add_source`` / ``add_processor`` / ``add_sink`` wire nodes by name,
 like Kafka Streams' ``Topology`` API.
 """

@@ -52,7 +52,22 @@ def _what(t: Topology, node: Node) -> str:
         detail += f", on_error: {getattr(node.on_error, '__name__', node.on_error)}"
     if node.retry is not None:
         detail += f", retry: {node.retry.describe()}"
+    not_retried = _not_retried(t, node)
+    if not_retried:
+        detail += f", {not_retried}"
     return f"Processor: {node.name} ({detail})"
+
+
+def _not_retried(t: Topology, node: StepNode) -> str | None:
+    """Why the topology's retry policy does not reach step ``node``, when it has one with
+    tiers and does not: an aggregation, and the steps its updates feed, are never retried
+    (``Topology.never_retried``); their failures go to the DLQ at once."""
+    aggregation = t.fed_by_aggregation(node.name)
+    if t.retry is None or not t.retry.tiers or aggregation is None:
+        return None
+    if aggregation == node.name:
+        return "not retried: an aggregation"
+    return f"not retried: fed by aggregation {aggregation}"
 
 
 def describe_text(t: Topology) -> str:
@@ -149,6 +164,9 @@ def _node_data(t: Topology, node: Node) -> dict[str, Any]:
         data["on_error"] = str(getattr(node.on_error, "__name__", node.on_error))
     if node.retry is not None:
         data["retry"] = node.retry.describe()
+    not_retried = _not_retried(t, node)
+    if not_retried:
+        data["not_retried"] = not_retried.removeprefix("not retried: ")
     return data
 
 

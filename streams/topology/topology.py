@@ -169,10 +169,23 @@ class Topology:
         after: they run within the aggregation's attempt, and a retry would meet another
         state: stream time moved on, the record's window may have closed)."""
         found = {n.name for n in self.sinks}
+        return frozenset(found | self._fed_by_aggregation.keys())
+
+    def fed_by_aggregation(self, step: str) -> str | None:
+        """The aggregation step ``step`` is, or the first (in node order) whose updates or
+        late records reach it through steps: such a step runs within that aggregation's
+        attempt, and is never retried (``never_retried``). None for any other node."""
+        return self._fed_by_aggregation.get(step)
+
+    @cached_property
+    def _fed_by_aggregation(self) -> dict[str, str]:
+        found: dict[str, str] = {}
         for step in self.steps:
             if step.kind is StepKind.AGGREGATE:
-                found |= {step.name, *self.downstream(step.name)}
-        return frozenset(found)
+                for name in (step.name, *sorted(self.downstream(step.name))):
+                    if isinstance(self.nodes.get(name), StepNode):
+                        found.setdefault(name, step.name)
+        return found
 
     def input_retry(self, topic: str) -> RetryPolicy | None:
         """The retry policy with the most tiers among the nodes records of input ``topic``

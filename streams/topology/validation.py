@@ -4,7 +4,8 @@ Checked: app id and topic names (and inputs whose failure topics would share nam
 duplicate and unknown node names; cycles (between steps, and through topics: a sink
 writing a topic the topology reads); outputs that go nowhere;
 sources and sinks whose ``type``@``version`` the schema catalog does not have; stores
-(legal changelog name, known backend, one source topic) and the processing guarantee.
+(legal changelog name, known backend, one source topic) and the processing guarantee;
+``retry=`` where it cannot apply (a step an aggregation feeds: ``Topology.never_retried``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def validate(topology: Topology, catalog: CatalogLike | None) -> list[str]:
     problems += _dead_ends(topology)
     problems += store_problems(topology)
     problems += _tables(topology)
+    problems += _retries(topology)
     if catalog is not None:
         problems += _schemas(topology, catalog)
     return problems
@@ -181,6 +183,27 @@ def _tables(t: Topology) -> list[str]:
                         f"{kid!r} reads the changes of table {node.name!r}: "
                         "use .to_stream(fn) to make envelopes of them"
                     )
+    return out
+
+
+def _retries(t: Topology) -> list[str]:
+    """A step's own retry policy with tiers is refused where no failure is retried: an
+    aggregation and every step its updates (or late records) feed run within the
+    aggregation's attempt, so a failure there dead-letters the aggregation's input record
+    at once (``Topology.never_retried``). A topology-wide policy is not refused: it
+    applies to the other steps, and ``describe`` says which it does not reach."""
+    out = []
+    for step in t.steps:
+        aggregation = t.fed_by_aggregation(step.name)
+        if step.retry is None or not step.retry.tiers or aggregation is None:
+            continue
+        out.append(
+            f"step {step.name!r} cannot be retried: aggregation {aggregation!r} feeds it, "
+            "so a failure there sends the aggregation's input record to the DLQ at once "
+            "(a retry would meet a later stream time, its window maybe closed); drop its "
+            "retry=, or write the updates to an owned topic with .to(owned(...)) and put "
+            "retry= on a step after builder.source(owned(...)), which reads them back"
+        )
     return out
 
 
