@@ -51,6 +51,11 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient
         r" out, the instance on; .* \d+ outputs written twice, with the same envelope ids",
         out,
     )
+    assert re.search(
+        r"--through topology/profiles.py --execute`: its table read first \(12 profile "
+        r"records\), then the 16 orders, all 16 outputs acknowledged, each with today's",
+        out,
+    )
     assert "o-7 came out (its dedup id had been undone with its output; 0 duplicates)" in out
     assert re.search(r"/readyz 503 \(stalled partition\(s\): demo-\w+-stalled\[0\]\)", out)
     assert re.search(
