@@ -2,7 +2,8 @@
 
 Every command reads the DLQ from its start to its current end (no consumer group, nothing
 committed), and refuses a topic none of whose records carries error headers (no DLQ).
-``replay`` is a dry run unless ``--execute`` is given.
+``replay`` is a dry run unless ``--execute`` is given; it skips letters replayed already
+(``--again`` sends them too), so a rerun of an interrupted or failed replay sends the rest.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -201,6 +201,7 @@ def list_(
 def _codec_decoder(schemas_dir: Path) -> tuple[Decoder | None, str | None]:
     """A decoder from the schema catalog, or None and why (shown, never fatal)."""
     from streams.codec import AvroCodec
+    from streams.codec.jsonmap import envelope_fields
     from streams.errors import StreamsError
     from streams.failures.headers import Headers
     from streams.schemas import SchemaCatalog
@@ -211,7 +212,7 @@ def _codec_decoder(schemas_dir: Path) -> tuple[Decoder | None, str | None]:
         return None, f"cannot load schemas from {schemas_dir}: {exc}"
 
     def decode(value: bytes | None, headers: Headers) -> dict[str, Any]:
-        return asdict(codec.decode(value, headers))
+        return envelope_fields(codec.decode(value, headers))  # as `streams consume` prints it
 
     return decode, None
 
@@ -257,18 +258,19 @@ def show(
         return
     if problem:
         err_console.print(f"note: {problem}; envelopes are not decoded", highlight=False)
-    for view in views:
-        _print_letter(view, stacktrace)
+    for letter, view in zip(shown, views, strict=True):
+        _print_letter(letter, view, stacktrace)
     more = f" (first {len(shown)}; --limit 0 for all)" if len(shown) < len(letters) else ""
     console.print(f"{len(letters)} of {len(contents.letters)} dead letter(s) match{more}")
 
 
-def _print_letter(view: dict[str, Any], stacktrace: bool) -> None:
+def _print_letter(letter: DeadLetter, view: dict[str, Any], stacktrace: bool) -> None:
     p = console.print
     p(
         styled(
             (view["ref"], "bold"),
-            f"  key={view['key']}  id={view['event_id']}  type={view['event_type']}",
+            f"  key={_shown(view['key'])}  id={_shown(view['event_id'])}  "
+            f"type={_shown(view['event_type'])}",
         ),
         highlight=False,
     )
@@ -294,14 +296,46 @@ def _print_letter(view: dict[str, Any], stacktrace: bool) -> None:
         )
     for replay in view.get("replays", []):
         p(f"  replayed to {replay['to']} at {replay['time']}", highlight=False)
-    if "envelope" in view:
+    cut = error is not None and error["value_cut"] is not None
+    if error is not None and cut:
+        src = error["source"]
+        p(
+            f"  value    cut to fit the DLQ: {view['value_size']} of {error['value_cut']} bytes "
+            f"kept; the whole record is at {src['topic']}[{src['partition']}]@{src['offset']}",
+            highlight=False,
+        )
+    if "envelope" in view and not cut:  # a value cut short never decodes: said above
         if view["envelope"] is not None:
             body = json.dumps(view["envelope"], default=str, ensure_ascii=False)
             p(f"  envelope {body}", highlight=False, soft_wrap=True)
         else:
             p(f"  envelope not decodable: {view['decode_error']}", highlight=False)
+            p(f"  value    {_value_text(letter.value)}", highlight=False, soft_wrap=True)
     if stacktrace and error is not None:
         p(error["stacktrace"], highlight=False, soft_wrap=True)
+
+
+def _shown(text: str | None) -> str:
+    """A key, id or type as printed: ``-`` when the letter has none."""
+    return "-" if text is None else text
+
+
+PREVIEW_BYTES = 48  # of a value that is no envelope, shown by `dlq show`
+
+
+def _value_text(value: bytes | None) -> str:
+    """A value that did not decode, for a person: its size and its first bytes, as text
+    when they are printable UTF-8, else in hex."""
+    if value is None:
+        return "null (a tombstone)"
+    head = value[:PREVIEW_BYTES]
+    try:
+        text = head.decode()
+    except UnicodeDecodeError:
+        text = ""
+    shown = text if text.isprintable() and text else "0x" + head.hex()
+    more = "…" if len(value) > PREVIEW_BYTES else ""
+    return f"{len(value)} bytes, not an envelope: {shown}{more}"
 
 
 def _plan_json(plan: DlqReplayPlan) -> list[dict[str, Any]]:
@@ -320,6 +354,35 @@ def _plan_json(plan: DlqReplayPlan) -> list[dict[str, Any]]:
 
 def _skipped_json(skipped: tuple[tuple[DeadLetter, str], ...]) -> list[dict[str, str]]:
     return [{"ref": letter.ref, "reason": reason} for letter, reason in skipped]
+
+
+def _replayed_json(plan: DlqReplayPlan, contents: DlqContents) -> list[dict[str, Any]]:
+    from streams.failures.headers import format_time
+
+    out = []
+    for letter in plan.replayed:
+        marks = contents.replays_of(letter)
+        out.append(
+            {
+                "ref": letter.ref,
+                "to": sorted({mark.to for mark in marks}),
+                "last": format_time(max(mark.time for mark in marks)),
+            }
+        )
+    return out
+
+
+def replay_table(plan: DlqReplayPlan) -> Records:
+    """The records a replay sends, a row each; a letter without key or event id (a value
+    that is no envelope) shows ``-`` there."""
+    table = Records("dlq record", "key", "event id", "error", "to", ids=["dlq record", "to"])
+    for item in plan.items:
+        letter = item.letter
+        where = item.topic if item.partition is None else f"{item.topic}[{item.partition}]"
+        table.add_row(
+            letter.ref, _shown(letter.key_text), _shown(letter.event_id), letter.error_type, where
+        )
+    return table
 
 
 @app.command()
@@ -341,6 +404,11 @@ def replay(
         metavar="TOPIC",
         help="Send to this topic instead of each record's source topic.",
     ),
+    again: bool = typer.Option(
+        False,
+        "--again",
+        help="Send the records replayed already too (by default a rerun skips them).",
+    ),
     execute: bool = execute_option("Send them"),
     as_json: bool = JsonOpt,
     timeout: float = TimeoutOpt,
@@ -349,7 +417,9 @@ def replay(
 
     Each record keeps its key, value and original headers, gets the headers
     streams.replay.of and streams.replay.time, and goes to its source topic and partition
-    (or --to).
+    (or --to). Each one the cluster acknowledges is marked as replayed in the DLQ at once,
+    so a rerun (after an error or Ctrl-C) sends only the rest: records replayed already
+    are skipped unless --again.
     """
     from streams.dlq import execute_dlq_replay, plan_dlq_replay
 
@@ -362,13 +432,24 @@ def replay(
         records=records,
     )
     settings = client_settings(config_file, client)
-    plan = plan_dlq_replay(_read(bootstrap, settings, dlq, timeout, as_json), selection, to=to)
+    contents = _read(bootstrap, settings, dlq, timeout, as_json)
+    plan = plan_dlq_replay(contents, selection, to=to, again=again)
+    if not as_json:  # the plan first: printed whatever the sending does
+        _print_plan(plan)
     sent = 0
     if execute and plan.items:
-        with _progress("replaying", as_json) as on_progress:
-            sent = execute_dlq_replay(
-                bootstrap, plan, timeout=timeout, on_progress=on_progress, config=settings
-            ).sent
+        try:
+            with _progress("replaying", as_json) as on_progress:
+                sent = execute_dlq_replay(
+                    bootstrap, plan, timeout=timeout, on_progress=on_progress, config=settings
+                ).sent
+        except KeyboardInterrupt:
+            err_console.print(
+                "interrupted: every record sent is marked as replayed; "
+                "the same command sends the rest",
+                highlight=False,
+            )
+            raise
     if as_json:
         _print_json(
             {
@@ -377,22 +458,29 @@ def replay(
                 "sent": sent,
                 "records": _plan_json(plan),
                 "skipped": _skipped_json(plan.skipped),
+                "replayed_already": _replayed_json(plan, contents),
             }
         )
         return
-    if plan.items:
-        table = Records("dlq record", "key", "event id", "error", "to", ids=["dlq record", "to"])
-        for row in _plan_json(plan):
-            where = row["to"] if row["partition"] is None else f"{row['to']}[{row['partition']}]"
-            table.add_row(row["ref"], row["key"], row["event_id"], row["error"], where)
-        console.print(table)
-    for letter, reason in plan.skipped:
-        err_console.print(f"skipped {letter.ref}: {reason}", highlight=False)
     targets = ", ".join(f"{topic} ({n})" for topic, n in plan.by_target().items()) or "nothing"
     if not execute:
         console.print(
             f"dry run: nothing sent; --execute sends {len(plan.items)} record(s) to {targets}",
             highlight=False,
         )
-    else:
+    elif plan.items:
         console.print(f"sent {sent} record(s) to {targets}", highlight=False)
+    else:
+        console.print("nothing to send", highlight=False)
+
+
+def _print_plan(plan: DlqReplayPlan) -> None:
+    if plan.items:
+        console.print(replay_table(plan))
+    for letter, reason in plan.skipped:
+        err_console.print(f"skipped {letter.ref}: {reason}", highlight=False)
+    if plan.replayed:
+        err_console.print(
+            f"{len(plan.replayed)} replayed already, not sent again (--again sends them too)",
+            highlight=False,
+        )

@@ -7,8 +7,9 @@
   small. ``dlq_depth`` counts its records from the watermarks.
 - ``summary``: ``DlqFilter`` (which dead letters a command applies to) and ``summarize``.
 - ``show``: ``describe``, one dead letter as a JSON-able view.
-- ``replay``: ``plan_dlq_replay`` (pure) and ``execute_dlq_replay``, which sends the dead
-  letters back to their topics and appends a replay mark per record to the DLQ.
+- ``replay``: ``plan_dlq_replay`` (pure; leaves out letters replayed already) and
+  ``execute_dlq_replay``, which sends the dead letters back to their topics and appends a
+  replay mark to the DLQ for each record as soon as it is acknowledged.
 
 These are tools: they build their own clients (settings from ``streams.config``) and find
 partitions through ``streams.cluster``. The runtime's failure routing, which writes the

@@ -2,24 +2,29 @@
 
 ``plan_dlq_replay`` decides what each selected dead letter becomes: its original key,
 value and headers (error headers removed, ``streams.replay.of``/``.time`` added), sent to
-the partition it came from when it goes back to its source topic. ``execute_dlq_replay``
-sends the plan, waits for every acknowledgement, then appends one *replay mark* per record
-to the DLQ so later summaries show what was replayed, where and when. Replaying twice is
-harmless for topologies that deduplicate (the envelope id is unchanged). A dead letter
-keeps the trace context it was read with (``traceparent``), so its replay continues the
-same trace (with an OpenTelemetry SDK set up, as a child span:
-``streams.observability.tracing``).
+the partition it came from when it goes back to its source topic. A dead letter that a
+replay mark says was replayed already is left out (``again=True`` sends it too).
+
+``execute_dlq_replay`` sends the plan and appends one *replay mark* per record to the DLQ
+as soon as that record is acknowledged, never before: whatever way the command ends
+(done, a send refused, Ctrl-C), every record the cluster acknowledged is marked, or the
+error says which are not. So a rerun of an interrupted or failed replay sends only what
+is left. Replaying twice is harmless anyway for topologies that deduplicate (the envelope
+id is unchanged). A dead letter keeps the trace context it was read with
+(``traceparent``), so its replay continues the same trace (with an OpenTelemetry SDK set
+up, as a child span: ``streams.observability.tracing``).
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from streams.cluster import TopicError, TopicNotFoundError, admin_client, partition_count
 from streams.config import client_config
@@ -52,11 +57,13 @@ class DlqReplayItem:
 
 @dataclass(frozen=True, slots=True)
 class DlqReplayPlan:
-    """The records a DLQ replay sends (``items``) and the dead letters it must skip, why."""
+    """The records a DLQ replay sends (``items``), the dead letters it must skip and why,
+    and those it leaves out because they were replayed already (``replayed``)."""
 
     dlq: str
     items: tuple[DlqReplayItem, ...]
     skipped: tuple[tuple[DeadLetter, str], ...] = ()
+    replayed: tuple[DeadLetter, ...] = ()
 
     def by_target(self) -> dict[str, int]:
         return dict(Counter(item.topic for item in self.items))
@@ -68,19 +75,27 @@ def plan_dlq_replay(
     *,
     to: str | None = None,
     now: datetime | None = None,
+    again: bool = False,
 ) -> DlqReplayPlan:
     """What a replay of the selected dead letters would send, and what it must skip.
 
     Each goes to ``to`` if given, else back to its source topic, and to the partition it
     came from when it returns to its source topic (where its key lived). A dead letter
-    without a known source topic is skipped unless ``to`` is given; one whose value was cut
-    to fit the DLQ is skipped (its whole record is in its input, at its origin). Pure, no
-    I/O.
+    with a replay mark was replayed already: it is left out (``replayed``) unless
+    ``again``. One without a known source topic is skipped unless ``to`` is given; one
+    whose value was cut to fit the DLQ is skipped (its whole record is in its input, at
+    its origin). Any key, value and headers are sent as they are: a value that is no
+    envelope goes back as it came. Pure, no I/O.
     """
     sent_at = format_time(now or datetime.now(UTC)).encode()
+    marked = {mark.of for mark in contents.marks}
     items: list[DlqReplayItem] = []
     skipped: list[tuple[DeadLetter, str]] = []
+    replayed: list[DeadLetter] = []
     for letter in (selection or DlqFilter()).select(contents.letters):
+        if letter.ref in marked and not again:
+            replayed.append(letter)
+            continue
         source = letter.source_topic
         target = to or source
         if target is None:
@@ -113,7 +128,7 @@ def plan_dlq_replay(
                 ],
             )
         )
-    return DlqReplayPlan(contents.topic, tuple(items), tuple(skipped))
+    return DlqReplayPlan(contents.topic, tuple(items), tuple(skipped), tuple(replayed))
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +147,15 @@ def execute_dlq_replay(
     on_progress: Progress | None = None,
     config: Mapping[str, Any] | None = None,
 ) -> DlqReplayResult:
-    """Send ``plan`` (idempotent producer, acks=all) and then its replay marks.
+    """Send ``plan`` (idempotent producer, acks=all), marking each record in the DLQ once
+    it is acknowledged.
 
-    Blocks until every record is acknowledged. Raises ``DlqError`` when a target topic
-    does not exist (before anything is sent) or a send fails; marks are written only for
-    a fully acknowledged replay.
+    Blocks until every record and mark is acknowledged, or ``timeout`` seconds pass
+    without. Raises ``DlqError`` when a target topic does not exist (before anything is
+    sent), or, after the sends, when a record was not sent or not marked (one line: how
+    many of each, and what a rerun does). Interrupted (Ctrl-C, an error of
+    ``on_progress``), it still waits up to ``timeout`` for the records in flight and marks
+    every acknowledged one before the interruption goes on.
     """
     if not plan.items:
         return DlqReplayResult(0)
@@ -146,27 +165,65 @@ def execute_dlq_replay(
             bootstrap, config, **{"enable.idempotence": True, "acks": "all", "linger.ms": 5}
         )
     )
-    errors: list[str] = []
-    acked = 0
-    total = len(plan.items)
-
-    def delivered(err: KafkaError | None, _msg: Message) -> None:
-        nonlocal acked
-        if err is not None:
-            errors.append(err.str())
-            return
-        acked += 1
-        if on_progress:
-            on_progress(acked, total)
-
+    sender = _Sender(producer, plan.dlq, len(plan.items), on_progress)
     traced = tracing()  # with an SDK: each record sent in a span, child of its letter's context
-    for item in plan.items:
+    try:
+        for item in plan.items:
+            headers = item.headers
+            if traced is not None:
+                headers = traced.replayed(headers, item.topic, item.letter.ref)
+            sender.send(item, headers)
+        sender.settle(timeout)
+    except BaseException as exc:
+        sender.settle(timeout, interrupted=True)
+        sender.check(timeout, interrupted=True)
+        if isinstance(exc, KafkaException):  # a produce refused at once: one line, counted
+            err = exc.args[0] if exc.args else None
+            cause = err.str() if isinstance(err, KafkaError) else str(exc)
+            raise DlqError(
+                f"replay stopped: {sender.marked} of {sender.total} record(s) sent and marked "
+                f"as replayed, a rerun sends the rest; {cause}"
+            ) from exc
+        raise
+    sender.check(timeout)
+    return DlqReplayResult(sender.sent, plan.by_target())
+
+
+class _Sender:
+    """One replay's producer: sends the records, and marks each one in the DLQ once the
+    cluster acknowledged it (never before: a mark says the record is there).
+
+    Delivery callbacks run inside ``poll``/``flush`` on this thread; they only note what
+    happened, and the marks are produced between polls."""
+
+    def __init__(
+        self, producer: Producer, dlq: str, total: int, on_progress: Progress | None
+    ) -> None:
+        self.producer = producer
+        self.dlq = dlq
+        self.total = total
+        self.on_progress = on_progress
+        self.in_flight = 0  # records produced, neither acknowledged nor failed yet
+        self.sent = 0  # records acknowledged
+        self.to_mark: list[DlqReplayItem] = []  # acknowledged, mark not produced yet
+        self.marked = 0  # marks acknowledged
+        self.send_errors: list[str] = []
+        self.mark_errors: list[str] = []
+
+    def send(self, item: DlqReplayItem, headers: Sequence[Header]) -> None:
+        def delivered(err: KafkaError | None, _msg: Message) -> None:
+            self.in_flight -= 1
+            if err is not None:
+                self.send_errors.append(err.str())
+                return
+            self.sent += 1
+            self.to_mark.append(item)
+            if self.on_progress:
+                self.on_progress(self.sent, self.total)
+
         extra: dict[str, Any] = {} if item.partition is None else {"partition": item.partition}
-        headers = item.headers
-        if traced is not None:
-            headers = traced.replayed(headers, item.topic, item.letter.ref)
         _produce(
-            producer,
+            self.producer,
             item.topic,
             key=item.key,
             value=item.value,
@@ -174,24 +231,86 @@ def execute_dlq_replay(
             on_delivery=delivered,
             **extra,
         )
-    _flush(producer, timeout, errors, "replay")
-    now = format_time(datetime.now(UTC)).encode()
-    for item in plan.items:
-        marks: list[Header] = [
-            (REPLAY_MARK, item.letter.ref.encode()),
-            (REPLAY_TO, item.topic.encode()),
-            (REPLAY_TIME, now),
-        ]
-        _produce(
-            producer,
-            plan.dlq,
-            key=None,
-            value=None,
-            headers=marks,
-            on_delivery=_collect(errors),
-        )
-    _flush(producer, timeout, errors, "replay marks")
-    return DlqReplayResult(acked, plan.by_target())
+        self.in_flight += 1
+        self.producer.poll(0)
+        self._mark_acknowledged()
+
+    def _mark_acknowledged(self) -> None:
+        while self.to_mark:
+            item = self.to_mark[0]
+            marks: list[Header] = [
+                (REPLAY_MARK, item.letter.ref.encode()),
+                (REPLAY_TO, item.topic.encode()),
+                (REPLAY_TIME, format_time(datetime.now(UTC)).encode()),
+            ]
+            _produce(
+                self.producer,
+                self.dlq,
+                key=None,
+                value=None,
+                headers=marks,
+                on_delivery=self._mark_delivered,
+            )
+            del self.to_mark[0]  # only once produced: a callback's error may stop us first
+
+    def _mark_delivered(self, err: KafkaError | None, _msg: Message) -> None:
+        if err is not None:
+            self.mark_errors.append(err.str())
+        else:
+            self.marked += 1
+
+    def settle(self, timeout: float, *, interrupted: bool = False) -> None:
+        """Wait up to ``timeout`` for the records in flight, marking each acknowledged
+        one, then for the marks. ``interrupted``: called while an interruption
+        propagates; an error of a callback (``on_progress``) no longer stops it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._mark_acknowledged()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                if self.in_flight:
+                    self.producer.poll(min(0.1, left))  # acknowledgements: marked above
+                else:  # every record answered, its mark produced: wait for the marks
+                    self.producer.flush(left)
+                    break
+            except Exception:
+                if not interrupted:
+                    raise
+
+    def check(self, timeout: float, *, interrupted: bool = False) -> None:
+        """Raise ``DlqError`` when a record was not sent or not marked, in one line: how
+        many of each, and what a rerun does. Interrupted, only when a rerun would send
+        records twice (that line matters more than the interruption)."""
+        unmarked = self.sent - self.marked
+        if interrupted and not (unmarked or self.in_flight):
+            return
+        problems = []
+        if self.send_errors:
+            problems.append(
+                f"{len(self.send_errors)} record(s) not sent (first error: "
+                f"{self.send_errors[0]}): a rerun sends them"
+            )
+        if self.in_flight:
+            problems.append(
+                f"{self.in_flight} record(s) not acknowledged within {timeout:.0f} s: "
+                "they may have arrived, and a rerun sends them again"
+            )
+        if unmarked:
+            why = (
+                f"first error: {self.mark_errors[0]}"
+                if self.mark_errors
+                else f"not acknowledged within {timeout:.0f} s"
+            )
+            problems.append(
+                f"{unmarked} record(s) sent but not marked as replayed ({why}): "
+                "a rerun sends them again"
+            )
+        if problems:
+            what = "replay interrupted" if interrupted else "replay"
+            done = f"{self.marked} of {self.total} record(s) sent and marked as replayed"
+            raise DlqError(f"{what}: {done}; " + "; ".join(problems))
 
 
 def _check_targets(
@@ -209,14 +328,6 @@ def _check_targets(
             raise DlqError(str(exc)) from exc
     if missing:
         raise DlqError(f"replay target topic(s) do not exist: {', '.join(missing)}")
-
-
-def _collect(errors: list[str]) -> Callable[[KafkaError | None, Message], None]:
-    def delivered(err: KafkaError | None, _msg: Message) -> None:
-        if err is not None:
-            errors.append(err.str())
-
-    return delivered
 
 
 def _produce(
@@ -237,12 +348,3 @@ def _produce(
             break
         except BufferError:
             producer.poll(0.1)  # local queue full: let deliveries drain, then retry
-    producer.poll(0)
-
-
-def _flush(producer: Producer, timeout: float, errors: list[str], what: str) -> None:
-    left = producer.flush(timeout)
-    if left:
-        raise DlqError(f"{what}: {left} record(s) not acknowledged within {timeout:.0f} s")
-    if errors:
-        raise DlqError(f"{what}: {len(errors)} record(s) failed, first error: {errors[0]}")

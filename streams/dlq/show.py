@@ -42,6 +42,7 @@ def describe(
                 "offset": failure.origin.offset,
             },
             "stacktrace": failure.stacktrace,
+            "value_cut": failure.value_cut,
         },
         "header_problem": letter.header_problem,
         "headers": {name: printable(value) for name, value in letter.original_headers},
