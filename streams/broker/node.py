@@ -38,6 +38,7 @@ from streams.logs import get_logger
 log = get_logger(__name__)
 
 HOST = "127.0.0.1"
+KILL_WAIT = 10.0  # seconds a SIGKILLed process is given to be gone
 
 
 def free_port() -> int:
@@ -360,12 +361,19 @@ class LocalNode:
 
     def reap(self, pid: int, timeout: float) -> None:
         """Wait up to ``timeout`` for ``pid`` (after ``terminate``) to exit, SIGKILL it
-        when it has not, and drop the pid file."""
+        when it has not, and drop the pid file. Returns once every thread of the process
+        is gone (its ports free); raises ``BrokerError`` when even SIGKILL did not end it
+        within ``KILL_WAIT`` seconds."""
         if not wait_exit(pid, timeout):
             log.warning("node did not stop in time; killing it", node=self.node_id, pid=pid)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            wait_exit(pid, 10.0)
+            if not wait_exit(pid, KILL_WAIT):
+                raise BrokerError(
+                    f"node {self.node_id} (pid {pid}) still runs {timeout + KILL_WAIT:.0f} s "
+                    "after SIGTERM and SIGKILL; it may be stuck in the kernel (see "
+                    f"`ps -o stat,wchan -p {pid}`)"
+                )
         self.forget()
 
     def kill(self) -> bool:
@@ -374,7 +382,7 @@ class LocalNode:
         pid = self.send(signal.SIGKILL)
         if pid is None:
             return False
-        wait_exit(pid, 10.0)
+        wait_exit(pid, KILL_WAIT)
         return True
 
     def pause(self) -> bool:
@@ -434,8 +442,22 @@ def _proc_state(pid: int) -> str | None:
 
 
 def _alive(pid: int) -> bool:
-    # A zombie has exited; only its parent has not reaped it yet.
-    return _proc_state(pid) not in (None, "Z")
+    """Some thread of the process still runs. A zombie main thread is not enough: the JVM's
+    main thread exits first and its other threads (closing logs, freeing the ports) live
+    on for a second or two; only when every thread is gone has the process exited (a
+    zombie then waits only for its parent to reap it)."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue  # that thread has just gone
+        if stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 def _stopped(pid: int) -> bool:

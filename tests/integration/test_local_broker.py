@@ -11,13 +11,14 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
 
 from streams.broker import LocalBroker, free_port
-from streams.broker.node import port_in_use, wait_exit
+from streams.broker.node import _alive, port_in_use, wait_exit
 from streams.cluster import admin_client, create_topic
 
 pytestmark = pytest.mark.integration
@@ -36,19 +37,20 @@ def streams(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def kafka_pids(data_dir: Path) -> list[int]:
-    """Every live kafka.Kafka process started with this data dir's config."""
+def kafka_pids(data_dir: Path, before: Sequence[int] = ()) -> list[int]:
+    """Every live kafka.Kafka process started with this data dir's config, and every pid of
+    ``before`` that still has a running thread (a JVM whose main thread has exited has an
+    empty command line, and its other threads may still hold the port)."""
     config = str(data_dir / "server.properties").encode()
-    pids = []
+    pids = [pid for pid in before if _alive(pid)]
     for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
+        if not proc.name.isdigit() or int(proc.name) in pids:
             continue
         try:
             cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if b"kafka.Kafka" in cmdline and config in cmdline and state != "Z":
+        if b"kafka.Kafka" in cmdline and config in cmdline and _alive(int(proc.name)):
             pids.append(int(proc.name))
     return pids
 
@@ -94,6 +96,7 @@ def test_up_is_idempotent_kill_is_detected_and_up_recovers(tmp_path: Path) -> No
     assert first.returncode == 0, first.stderr
     assert re.search(rf"broker up at {bootstrap} \(Apache Kafka 4\.\d+\.\d+, pid \d+", first.stdout)
     [pid] = kafka_pids(data)
+    started = [pid]
 
     try:
         second = streams("broker", "up", *where)
@@ -126,6 +129,7 @@ def test_up_is_idempotent_kill_is_detected_and_up_recovers(tmp_path: Path) -> No
         again = streams("broker", "up", *where)
         assert again.returncode == 0, again.stderr
         [new_pid] = kafka_pids(data)
+        started.append(new_pid)
         assert new_pid != pid
         create_topic(admin_client(bootstrap), "after-recovery", partitions=2)
         assert round_trip(bootstrap, "after-recovery") == 200
@@ -133,7 +137,8 @@ def test_up_is_idempotent_kill_is_detected_and_up_recovers(tmp_path: Path) -> No
         stop = streams("broker", "down", *where)
     assert stop.returncode == 0
     assert f"broker at {bootstrap} stopped" in stop.stdout
-    assert kafka_pids(data) == []
+    # "stopped" means gone: no thread of the JVM left, the port free, the moment it says so.
+    assert kafka_pids(data, started) == []
     assert not port_in_use(int(port)), "the port must be free after `down`"
 
 

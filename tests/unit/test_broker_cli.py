@@ -10,12 +10,14 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from streams.broker.local import LocalBroker, free_port
+from streams.broker.node import _proc_state, wait_exit
 
 
 def streams(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -85,3 +87,26 @@ def test_external_cluster_means_no_local_broker(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert "KAFKA_BOOTSTRAP_SERVERS is set (kafka:9092)" in result.stdout
     assert not any(tmp_path.iterdir())
+
+
+def test_a_process_whose_main_thread_exited_is_still_running_until_its_last_thread_ends() -> None:
+    # The JVM at shutdown: its main thread exits first (a zombie in the process table)
+    # while other threads, holding the ports, live on. `broker down` must wait for those.
+    script = (
+        "import ctypes, sys, threading\n"
+        "threading.Thread(target=sys.stdin.read).start()\n"
+        "ctypes.CDLL(None).pthread_exit(None)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 10
+        while _proc_state(proc.pid) != "Z":  # the main thread has gone
+            assert time.monotonic() < deadline, "the child's main thread never exited"
+            time.sleep(0.01)
+        assert not wait_exit(proc.pid, 0.2), "a thread of the process still runs"
+        assert proc.stdin is not None
+        proc.stdin.close()  # the last thread ends
+        assert wait_exit(proc.pid, 10)
+    finally:
+        proc.kill()
+        proc.wait()
