@@ -417,6 +417,46 @@ class LocalNode:
         return "\n".join(text.splitlines()[-lines:])
 
 
+def serving(port: int) -> tuple[Path, int] | None:
+    """The folder and node id of the running local node whose client port is ``port``,
+    wherever its data dir is (None: no kafka.Kafka process of ours serves it).
+
+    Found from the processes themselves: each was started with its folder's
+    server.properties, which names its listeners. So a node started with ``--data-dir``
+    is found by its port alone."""
+    wanted = f"PLAINTEXT://{HOST}:{port}"
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = [arg for arg in (proc / "cmdline").read_bytes().split(b"\0") if arg]
+        except OSError:
+            continue
+        # ``launch``'s command: ... kafka.Kafka <folder>/server.properties
+        if len(args) < 2 or args[-2] != b"kafka.Kafka":
+            continue
+        config = Path(os.fsdecode(args[-1]))
+        props = _read_properties(config)
+        if wanted in props.get("listeners", "").split(","):
+            try:
+                return config.parent, int(props.get("node.id", "1"))
+            except ValueError:
+                continue
+    return None
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return {}
+    return dict(
+        (key.strip(), value.strip())
+        for key, sep, value in (line.partition("=") for line in lines)
+        if sep and not key.lstrip().startswith("#")
+    )
+
+
 def wait_exit(pid: int, timeout: float) -> bool:
     """Wait for ``pid`` to exit (reaping it if it is our child). True if it did."""
     deadline = time.monotonic() + timeout

@@ -4,10 +4,10 @@ These manage processes on this machine; they are not clients of a cluster, so th
 ``--port``/``--data-dir`` rather than ``-b``. ``up --nodes N`` starts an N-node cluster
 (client ports PORT, PORT+1, ...; data under the state dir in ``cluster-PORT``); one node is
 the single broker (``broker-PORT``). The other commands find which of the two runs at
-``--port`` by themselves (``--nodes`` forces it). ``up --node ID`` and ``down --node ID``
-(``--kill``: SIGKILL, ``--pause``: SIGSTOP) act on one node of a cluster, for failure
-drills. ``status`` exits 1 when the broker, or every node of the cluster, is down (after
-its JSON with ``--json``)."""
+``--port`` by themselves, wherever its ``--data-dir`` is (``--nodes`` forces it).
+``up --node ID`` and ``down --node ID`` (``--kill``: SIGKILL, ``--pause``: SIGSTOP) act on
+one node of a cluster, for failure drills. ``status`` exits 1 when the broker, or every
+node of the cluster, is down (after its JSON with ``--json``)."""
 
 from __future__ import annotations
 
@@ -58,16 +58,37 @@ OneNodeOpt = typer.Option(
 
 
 def _target(port: int, data_dir: Path | None, nodes: int | None, *, up: bool = False) -> Target:
-    """The broker or cluster the command is about: ``nodes`` when given; otherwise the
-    cluster of ``--port`` when one of its nodes runs, or (for all but ``up``, which starts
-    the single broker then) when it is the only one ever formatted there."""
+    """The broker or cluster the command is about: the one running at ``--port`` when no
+    ``--data-dir`` is given, wherever its data dir is; otherwise ``nodes`` when given, or
+    the cluster of ``--port`` when one of its nodes runs, or (for all but ``up``, which
+    starts the single broker then) when it is the only one ever formatted there."""
     from streams.broker import LocalBroker, LocalCluster
 
+    if data_dir is None and nodes is None and (running := _running_at(port)) is not None:
+        return running
     if nodes is None:
         nodes = _stored_nodes(port, data_dir, up=up)
     if nodes == 1:
         return LocalBroker(port=port, data_dir=data_dir)
     return LocalCluster(nodes, port=port, data_dir=data_dir)
+
+
+def _running_at(port: int) -> Target | None:
+    """The broker, or the cluster one of whose nodes, serves ``port`` now (started with
+    any ``--data-dir``); None when nothing of ours does."""
+    from streams.broker import LocalBroker, LocalCluster
+    from streams.broker.cluster import stored_size
+    from streams.broker.node import serving
+
+    found = serving(port)
+    if found is None:
+        return None
+    folder, node_id = found
+    size = stored_size(folder.parent)
+    if size is None or folder.name != f"node-{node_id}":
+        return LocalBroker(port=port, data_dir=folder)
+    # A cluster's nodes serve PORT, PORT+1, ... in node order (``up --nodes``).
+    return LocalCluster(size, port=port - node_id + 1, data_dir=folder.parent)
 
 
 def _stored_nodes(port: int, data_dir: Path | None, *, up: bool) -> int:

@@ -118,6 +118,10 @@ def test_up_is_idempotent_kill_is_detected_and_up_recovers(tmp_path: Path) -> No
         status = streams("broker", "status", *where)
         assert status.returncode == 0
         assert f"pid {pid}" in status.stdout and "Apache Kafka 4." in status.stdout
+        # Found by its port alone, though it keeps its data outside the default place.
+        by_port = streams("broker", "status", "--port", port)
+        assert by_port.returncode == 0, by_port.stderr
+        assert f"pid {pid}" in by_port.stdout and f"data dir  {data}" in by_port.stdout
 
         os.kill(pid, signal.SIGKILL)
         assert wait_exit(pid, 30)
