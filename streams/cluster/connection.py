@@ -223,7 +223,7 @@ class Cluster:
         """See ``streams.cluster.offsets.list_offsets``."""
         return list_offsets(self, partitions, at, read_committed=read_committed)
 
-    def record_times(self, offsets: Mapping[TP, int]) -> dict[TP, int]:
+    def record_times(self, offsets: Mapping[TP, int]) -> dict[TP, int | None]:
         """See ``streams.cluster.offsets.record_times``."""
         return record_times(self, offsets)
 

@@ -102,14 +102,19 @@ def _first_messages(cluster: Cluster, offsets: Mapping[TP, int]) -> dict[TP, Any
     return found
 
 
-def record_times(cluster: Cluster, offsets: Mapping[TP, int]) -> dict[TP, int]:
+def record_times(cluster: Cluster, offsets: Mapping[TP, int]) -> dict[TP, int | None]:
     """The timestamp (epoch ms) of the record at each offset (the first one after it,
-    where it is gone). A partition with no record there in time (or one without
-    timestamps) is left out."""
-    found: dict[TP, int] = {}
+    where it is gone). None for a partition with no record from that offset to its end:
+    read committed, so what lies there is only transaction markers or aborted records,
+    nothing a consumer gets. A partition whose record was not read in time (or has no
+    timestamp) is left out."""
+    found: dict[TP, int | None] = {}
     for key, msg in _first_messages(cluster, offsets).items():
+        error = msg.error()
         kind, ms = msg.timestamp()
-        if msg.error() is None and kind and ms >= 0:
+        if error is not None and error.code() == EOF:
+            found[key] = None
+        elif error is None and kind and ms >= 0:
             found[key] = ms
     return found
 

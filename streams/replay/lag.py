@@ -1,14 +1,18 @@
 """Consumer lag per group and topic: how many records each group has yet to process.
 
-Lag of a partition is its log end offset (read-uncommitted, as Kafka's
-``--describe``) minus the group's committed offset; a topic's lag is the sum over the
-partitions the group has committed. One ListOffsets request covers every group.
+Lag of a partition is its last stable offset (its end as a read-committed consumer, as
+every Streams app is, sees it) minus the group's committed offset; a topic's lag is the
+sum over the partitions the group has committed. One ListOffsets request covers every
+group. A partition written in transactions ends in a commit marker, an offset no
+consumer ever gets: a group past the last record it can read is caught up, lag 0, though
+the marker lies beyond its committed offset.
 
 Time lag is how far behind in time: the seconds between now and the timestamp of the
 oldest record a group has yet to process (the record at its committed offset), the
 largest over a topic's partitions; 0 when caught up, None when that record could not be
-read in time. The records are read by one consumer assigned at the committed offsets
-(one fetch per lagging partition, all within the cluster's timeout).
+read in time. The records are read by one read-committed consumer assigned at the
+committed offsets (one fetch per lagging partition, all within the cluster's timeout);
+the same fetch finds a partition with only markers left (its end, no record).
 
 A group's rows list each input, then the internal topics that serve it (``by_input``).
 """
@@ -83,7 +87,7 @@ def lag(cluster: Cluster, groups: Sequence[str] | None = None) -> list[TopicLag]
             raise UnknownGroupError(f"consumer group {name!r} does not exist")
     existing = cluster.topics()  # a group may hold commits for a deleted topic: skip those
     everything = sorted({tp for c in commits.values() for tp in c if tp[0] in existing})
-    ends = cluster.list_offsets(everything, "latest")
+    ends = cluster.list_offsets(everything, "latest", read_committed=True)
     behind = {
         (name, tp): committed
         for name in names
@@ -96,14 +100,17 @@ def lag(cluster: Cluster, groups: Sequence[str] | None = None) -> list[TopicLag]
     for name in names:
         per_topic: dict[str, list[int]] = {}
         ages: dict[str, list[float | None]] = {}
-        for (topic, partition), committed in commits[name].items():
+        for tp, committed in commits[name].items():
+            topic = tp[0]
             if topic not in existing:
                 continue
-            per_topic.setdefault(topic, []).append(max(ends[(topic, partition)] - committed, 0))
-            if (name, (topic, partition)) in behind:
-                ts = times.get(((topic, partition), committed))
-                age = round(max(now_ms - ts, 0) / 1000, 3) if ts is not None else None
-                ages.setdefault(topic, []).append(age)
+            read = times.get((tp, committed), _UNREAD)
+            if (name, tp) not in behind or read is None:  # None: only markers are left
+                per_topic.setdefault(topic, []).append(0)
+                continue
+            per_topic.setdefault(topic, []).append(ends[tp] - committed)
+            age = round(max(now_ms - read, 0) / 1000, 3) if read != _UNREAD else None
+            ages.setdefault(topic, []).append(age)
         info = infos[name]
         for role in by_input(name, per_topic):
             topic, lags = role.topic, per_topic[role.topic]
@@ -126,14 +133,18 @@ def lag(cluster: Cluster, groups: Sequence[str] | None = None) -> list[TopicLag]
     return rows
 
 
+_UNREAD = -1  # the record a group is behind at could not be read in time
+
+
 def _record_times(
     cluster: Cluster, behind: set[tuple[tuple[str, TP], int]]
-) -> dict[tuple[TP, int], int]:
-    """The timestamp of the record at each (partition, offset) some group is behind at:
-    groups at the same offset share one read; a partition is read once per round, so
-    groups at different offsets of one partition take a round each."""
+) -> dict[tuple[TP, int], int | None]:
+    """The timestamp of the record at each (partition, offset) some group is behind at,
+    None where no record is left before the end (``Cluster.record_times``): groups at the
+    same offset share one read; a partition is read once per round, so groups at
+    different offsets of one partition take a round each."""
     pending = sorted({(tp, offset) for (_group, tp), offset in behind})
-    found: dict[tuple[TP, int], int] = {}
+    found: dict[tuple[TP, int], int | None] = {}
     while pending:
         now: dict[TP, int] = {}
         later = []

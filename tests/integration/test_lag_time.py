@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Callable
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from test_offsets_cli import streams
 
 from streams.cluster import Cluster
@@ -56,3 +56,62 @@ def test_time_lag_is_the_age_of_the_record_at_the_committed_offset(
     table = streams(kafka_bootstrap, "lag", "--group", group)
     assert table.returncode == 0, table.stderr
     assert "time lag" in table.stdout and "1h 0m" in table.stdout
+
+
+def test_an_idle_exactly_once_group_on_a_transactional_topic_has_no_lag(
+    kafka_bootstrap: str, make_topic: Callable[..., str]
+) -> None:
+    # A topic written in transactions has a commit marker after each one, an offset no
+    # consumer gets: an exactly-once app, committing the offset after the last record it
+    # processed, sits one short of the end when it has processed everything.
+    topic, out = make_topic("txn", partitions=1), make_topic("txn-out", partitions=1)
+    writer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": topic})
+    writer.init_transactions(30)
+    for batch in range(3):
+        writer.begin_transaction()
+        for i in range(2):
+            writer.produce(topic, f"{batch}-{i}".encode(), partition=0)
+        writer.commit_transaction(30)
+    group = f"g-{topic}"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka_bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    app = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": out})
+    app.init_transactions(30)
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        read, deadline = 0, time.monotonic() + 30
+        while read < 6:
+            assert time.monotonic() < deadline, f"read {read} of 6 records"
+            msg = consumer.poll(1.0)
+            if msg is None or msg.error() is not None:
+                continue
+            read += 1
+            app.begin_transaction()
+            app.produce(out, msg.value())
+            app.send_offsets_to_transaction(
+                [TopicPartition(topic, 0, msg.offset() + 1)],
+                consumer.consumer_group_metadata(),
+                30,
+            )
+            app.commit_transaction(30)
+    finally:
+        consumer.close()
+    cluster = Cluster(kafka_bootstrap)
+    (committed,) = cluster.committed(group).values()
+    assert committed < cluster.list_offsets([(topic, 0)], "latest")[(topic, 0)]  # the marker
+
+    (row,) = lag(cluster, [group])
+    assert (row.lag, row.time_lag_s) == (0, 0.0)
+    idle = streams(kafka_bootstrap, "lag", "--group", group, "--threshold", "0")
+    assert idle.returncode == 0, idle.stderr
+
+    cluster.alter_committed(group, {(topic, 0): 3})  # the last two batches unread
+    (row,) = lag(cluster, [group])
+    assert row.lag > 0 and row.time_lag_s is not None
+    assert streams(kafka_bootstrap, "lag", "--group", group, "--threshold", "0").returncode == 3
