@@ -12,15 +12,21 @@ in ``HIDDEN_ALIASES`` still parse but are not shown: help lists one long name pe
 as Kafka's own tools do (``--bootstrap-server``, not ``--bootstrap-server,--bootst…``).
 ``--help``, the docs page (mkdocs-click) and ``tests/unit/test_cli_tree.py`` all see
 these same objects.
+
+On a terminal, help is typer's rich panels, fitted to the window. Anywhere else (a pipe,
+a file, a pager) it is click's plain text, the docs page's format: rich fits its panels
+to 80 columns there and cuts what does not fit with an ellipsis (``--bootstrap-serv…``),
+where plain text wraps the descriptions and never cuts a name.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from typing import Any
 
 from typer import _click
-from typer.core import TyperArgument, TyperGroup, TyperOption
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 _CLICK_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "bool": "BOOLEAN"}
 HIDDEN_ALIASES = frozenset(
@@ -73,6 +79,45 @@ class _Argument(TyperArgument):
         return name + ("..." if self.nargs != 1 else "")
 
 
+def _on_terminal() -> bool:
+    # Asked when help is printed, of the stdout it is printed to (rich's judgement: a tty,
+    # or FORCE_COLOR and the like, as typer's panels would be).
+    from rich.console import Console
+
+    return Console().is_terminal
+
+
+def _plain_when_piped(base: type[TyperCommand] | type[TyperGroup]) -> Any:
+    """``base.format_help``, but click's plain text when stdout is not a terminal (see the
+    module doc)."""
+
+    def format_help(
+        self: TyperCommand | TyperGroup, ctx: _click.Context, formatter: _click.HelpFormatter
+    ) -> None:
+        if _on_terminal():
+            base.format_help(self, ctx, formatter)  # type: ignore[arg-type]
+            return
+        # Printed here, as typer prints its panels, not left in ``formatter``: typer
+        # shows a group's help for no arguments (no_args_is_help) only that way.
+        plain = ctx.make_formatter()
+        mode, self.rich_markup_mode = self.rich_markup_mode, None
+        try:
+            base.format_help(self, ctx, plain)  # type: ignore[arg-type]
+        finally:
+            self.rich_markup_mode = mode
+        _click.echo(plain.getvalue(), nl=False)
+
+    return format_help
+
+
+class _Command(TyperCommand):
+    format_help = _plain_when_piped(TyperCommand)
+
+
+class _Group(TyperGroup):
+    format_help = _plain_when_piped(TyperGroup)
+
+
 def walk(command: _click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
     """Every command path under ``command`` (``()`` for itself), groups before their
     commands, in name order."""
@@ -92,6 +137,15 @@ def tidy(command: _click.Command) -> None:
     """Give every parameter in the tree the help display described above."""
     for path in walk(command):
         sub = find(command, path)
+        if type(sub) is TyperGroup:
+            sub.__class__ = _Group
+        elif type(sub) is TyperCommand:
+            sub.__class__ = _Command
+        if sub.help and not sub.short_help:
+            # A group lists each command by its help's first paragraph, whole, as typer's
+            # panels do (click's own short help cuts it at 45 characters with "...").
+            first = inspect.cleandoc(sub.help).partition("\f")[0].split("\n\n")[0]
+            sub.short_help = " ".join(first.split())
         # --help is made on first use and then kept: make it now, so it is tidied too.
         help_option = sub.get_help_option(_click.Context(sub))
         for param in [*sub.params, *([help_option] if help_option else [])]:
@@ -108,6 +162,8 @@ def tidy(command: _click.Command) -> None:
 
 class StreamsGroup(TyperGroup):
     """The root group: builds like any typer group, then tidies its tree's help."""
+
+    format_help = _plain_when_piped(TyperGroup)
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)

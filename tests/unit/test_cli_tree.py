@@ -10,7 +10,11 @@ reStructuredText markup. Exemptions are listed below, each with its reason.
 
 from __future__ import annotations
 
+import inspect
+import os
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -133,7 +137,54 @@ def test_help_shows_values_a_user_can_type(name: str) -> None:
     assert result.exit_code == 0, result.output
     assert TYPE_LABEL.search(result.output) is None, result.output
     assert "``" not in result.output, result.output
-    assert "{" not in result.output.splitlines()[1], result.output  # the usage line
+    usage = next(line for line in result.output.splitlines() if "Usage:" in line)
+    assert "{" not in usage, result.output
+
+
+# Every command's --help in one process whose stdout is a pipe, each followed by a line
+# NUL, the command, NUL, its exit status (standalone_mode=False returns it).
+PIPED_HELP = """
+from streams.cli import cli
+from streams.cli._help import walk
+for path in walk(cli):
+    code = cli.main([*path, "--help"], prog_name="streams", standalone_mode=False)
+    print(f"\\0{' '.join(path)}\\0{code}", flush=True)
+"""
+# What makes rich take a pipe for a terminal.
+TERMINAL_HINTS = ("FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS", "TTY_COMPATIBLE", "COLUMNS")
+
+
+def test_help_piped_wraps_and_cuts_nothing_for_every_command() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in TERMINAL_HINTS}
+    result = subprocess.run(
+        [sys.executable, "-c", PIPED_HELP],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    parts = re.split(r"\0([^\0]*)\0(\d+)\n", result.stdout)
+    *chunks, rest = parts  # help, command, status, help, ..., what follows the last status
+    assert rest == ""
+    helps = {
+        name: (text, int(code))
+        for text, name, code in zip(chunks[0::3], chunks[1::3], chunks[2::3], strict=True)
+    }
+    assert sorted(helps) == ["", *COMMANDS]
+    for name, (text, code) in helps.items():
+        assert code == 0, (name, text)
+        assert "…" not in text, text  # rich's mark of a cut
+        assert max(len(line) for line in text.splitlines()) <= 80, text
+        command = find(CLI, tuple(name.split()))
+        for param in (p for p in command.params if not getattr(p, "hidden", False)):
+            for opt in (o for o in (*param.opts, *param.secondary_opts) if o.startswith("-")):
+                assert re.search(rf"(?<![\w-]){re.escape(opt)}(?![\w-])", text), (name, opt)
+        flat = " ".join(text.split())
+        for sub in getattr(command, "commands", {}).values():  # listed by a whole paragraph
+            summary = inspect.cleandoc(sub.help or "").split("\n\n")[0]
+            assert " ".join(summary.split()) in flat, (name, sub.name)
 
 
 def test_help_and_usage_errors_name_values_as_users_type_them() -> None:
