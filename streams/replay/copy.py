@@ -182,17 +182,17 @@ def replay(
     """Copy every record of ``plan`` that passes ``record_filter`` into ``into``.
 
     ``dry_run`` reads the range and counts what would be copied; nothing is written
-    (``into`` may then be None). ``progress`` gets the number of offsets consumed since
-    its last call, once per batch. ``keep_timestamps`` gives copies their original
-    timestamps (else the time of the copy; the original is always in the header
-    ``streams.replay.original_timestamp``).
+    (``into`` may then be None; a target given is checked as for the copy). ``progress``
+    gets the number of offsets consumed since its last call, once per batch.
+    ``keep_timestamps`` gives copies their original timestamps (else the time of the
+    copy; the original is always in the header ``streams.replay.original_timestamp``).
     Raises ``ReplayError`` for a bad target, ``CopyError`` when the target did not
     acknowledge every copy within ``flush_timeout`` after the last read.
     """
     flt = record_filter or RecordFilter()
-    if not dry_run:
-        if into is None:
-            raise ReplayError("a replay needs a target topic (--into), or --dry-run")
+    if into is None and not dry_run:
+        raise ReplayError("a replay needs a target topic (--into), or --dry-run")
+    if into is not None:  # a dry run refuses what the copy would refuse
         check_target(cluster, plan, into, force=force, keep_partition=keep_partition)
     results = {r.partition: PartitionResult(r.partition, r.start, r.end) for r in plan.ranges}
     result = ReplayResult(plan.topic, into, dry_run, list(results.values()), filter=str(flt))

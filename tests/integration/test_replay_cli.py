@@ -34,3 +34,14 @@ def test_replay_command_dry_run_then_copy(
     assert done.returncode == 0, done.stderr
     assert "copied 9 of 17 records" in done.stdout and "all acknowledged" in done.stdout
     assert len(read_all(kafka_bootstrap, target)) == 9
+
+    # A dry run into a topic that does not exist fails as the copy would, before reading.
+    missing = f"{target}-missing"
+    for execute in ([], ["--execute"]):
+        refused = streams(kafka_bootstrap, "replay", seeded.topic, "--from", "earliest",
+                          "--into", missing, *execute)  # fmt: skip
+        assert refused.returncode == 1, refused.stdout
+        assert refused.stderr.splitlines() == [
+            f"error: target topic {missing!r} does not exist: create it first"
+        ]
+        assert "would copy" not in refused.stdout
