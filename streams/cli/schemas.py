@@ -8,6 +8,7 @@ The folder is ``--schemas`` (``--dir``/``-d`` are its older names), else
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,8 +72,7 @@ def check(schemas_dir: Path | None = SchemasOpt, as_json: bool = JsonOpt) -> Non
     elif broken:
         for inc in broken:
             console.print(styled(("✗", "red"), f" {inc}"), highlight=False, soft_wrap=True)
-    if broken:
-        fail(f"{len(broken)} incompatibility(ies) in {folder}")
+    _refuse(folder, broken)
     if not as_json:
         console.print(
             styled(
@@ -83,10 +83,18 @@ def check(schemas_dir: Path | None = SchemasOpt, as_json: bool = JsonOpt) -> Non
         )
 
 
+def _refuse(folder: Path, broken: Sequence[object]) -> None:
+    """Exit 1 with the one line ``check`` ends with when the folder breaks its modes."""
+    if broken:
+        fail(f"{len(broken)} incompatibility(ies) in {folder}")
+
+
 @app.command("list")
 def list_(schemas_dir: Path | None = SchemasOpt, as_json: bool = JsonOpt) -> None:
-    """Every type with its versions and compatibility mode."""
-    from rich.table import Table
+    """Every type with its versions, compatibility mode and doc; exit 1, as check does,
+    on a folder whose versions break their mode."""
+    from streams.cli._tables import Records
+    from streams.schemas import check_catalog
 
     folder, catalog = _load(schemas_dir)
     rows: list[dict[str, Any]] = []
@@ -103,14 +111,16 @@ def list_(schemas_dir: Path | None = SchemasOpt, as_json: bool = JsonOpt) -> Non
         )
     if as_json:
         print_json(rows)
-        return
-    table = Table(title=f"schemas in {folder}")
-    for col in ("type", "versions", "latest", "compatibility", "doc"):
-        table.add_column(col)
-    for row in rows:
-        versions = ", ".join(f"v{v}" for v in row["versions"])
-        table.add_row(row["type"], versions, f"v{row['latest']}", row["compatibility"], row["doc"])
-    console.print(table)
+    else:
+        columns = ("type", "versions", "latest", "compatibility", "doc")
+        table = Records(*columns, ids=["type"], title=f"schemas in {folder}")
+        for row in rows:
+            versions = ", ".join(f"v{v}" for v in row["versions"])
+            table.add_row(
+                row["type"], versions, f"v{row['latest']}", row["compatibility"], row["doc"]
+            )
+        console.print(table)
+    _refuse(folder, check_catalog(catalog))
 
 
 @app.command()

@@ -7,6 +7,8 @@ Layout::
     schemas/<type>/type.json           optional: {"compatibility": "FULL", "doc": "...",
                                                   "upcast": [3]}
 
+A type's ``doc`` is type.json's, else the ``doc`` of its latest ``.avsc``.
+
 ``upcast`` lists versions reached from the previous one by an upcaster function (a step
 Avro cannot express): the gate does not ask them to read older data by Avro's rules.
 
@@ -251,6 +253,9 @@ def _load_type(type_dir: Path, problems: list[SchemaFileError]) -> EventType:
                 "upcast from",
             )
         )
+    if not doc and versions:  # the latest schema's own doc, as an Avro user writes it
+        latest = versions[max(versions)].raw
+        doc = str(latest.get("doc", "")) if isinstance(latest, dict) else ""
     return EventType(name, dict(sorted(versions.items())), mode, doc, upcast)
 
 

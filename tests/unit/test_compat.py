@@ -251,3 +251,29 @@ def test_schemas_dir_from_the_environment(tmp_path: Path) -> None:
     result = streams_cli("schemas", "check", schemas_dir=schemas)
     assert result.returncode == 1
     assert "field 'order_id': type changed from string to long" in result.stdout
+
+
+def test_schemas_list_shows_each_doc_and_refuses_what_check_refuses(tmp_path: Path) -> None:
+    from typer.testing import CliRunner  # noqa: PLC0415 - the one in-process test here
+
+    from streams.cli import app  # noqa: PLC0415
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(app, ["schemas", *args, "--schemas", str(tmp_path)])
+
+    note = tmp_path / "note.written"
+    note.mkdir()
+    v1 = {**record(f("text", "string"), name="NoteWritten"), "doc": "A note was written down."}
+    (note / "v1.avsc").write_text(json.dumps(v1))  # no type.json: the doc is the schema's
+    listed = run("list", "--json")
+    assert listed.exit_code == 0, listed.output
+    assert {r["type"]: r["doc"] for r in json.loads(listed.stdout)}["note.written"] == (
+        "A note was written down."
+    )
+    assert "doc=A note was written down." in " ".join(run("list").stdout.split())
+
+    v2 = {**v1, "fields": [*v1["fields"], f("author", "string")]}  # no default: breaks it
+    (note / "v2.avsc").write_text(json.dumps(v2))
+    checked, listed = run("check"), run("list")
+    assert checked.exit_code == listed.exit_code == 1
+    assert listed.stderr == checked.stderr == f"error: 1 incompatibility(ies) in {tmp_path}\n"
