@@ -69,9 +69,14 @@ def _module_name(path: Path) -> str:
 def load_topology(
     path: str | Path, *, app_id: str | None = None, params: Mapping[str, str] | None = None
 ) -> Topology:
-    """Import ``path`` and return its topology. Raises ``TopologyLoadError`` when the file
-    is missing, fails to import, or exposes neither ``build`` nor ``topology``; validation
-    errors of the topology itself propagate as ``TopologyValidationError``."""
+    """Import ``path`` and return its topology, as ``streams run`` and ``describe`` do:
+    ``params`` are their ``--set key=value`` pairs (strings), passed to the file's
+    ``build()``, and ``app_id`` is ``--app-id``.
+
+    Raises ``TopologyLoadError`` when the file is missing, fails to import, exposes
+    neither ``build`` nor ``topology``, or is given a param ``build()`` does not take (or
+    any, to a module-level ``topology``); validation errors of the topology itself
+    propagate as ``TopologyValidationError``."""
     path = Path(path)
     module = import_file(path)
     params = dict(params or {})
