@@ -7,13 +7,21 @@ demo works from an installed wheel: for the run, ``STREAMS_SCHEMAS`` points at t
 example schemas (every ``default_catalog()`` of the topologies and the runtime loads them),
 and is restored afterwards. The topics named through the context are deleted at the end,
 also when a step fails; a step's RuntimeError propagates after that.
+
+The tour prints its own lines only. The log lines of what it runs (the instances'
+warnings when the cluster step kills a node: partitions lost, a commit refused) go to a
+file of the run, ``streams-demo-<run id>.log`` in the temporary folder, named at the end
+when anything was written there (and removed when nothing was).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
@@ -130,10 +138,50 @@ def run_demo(console: Console | None = None, only: Sequence[str] | None = None) 
     steps = chosen_steps(only)
     bootstrap = step_broker(console)
     ctx = DemoContext(bootstrap=bootstrap, console=console)
+    log_file = Path(tempfile.gettempdir()) / f"streams-{ctx.prefix}.log"
     try:
-        with _example_catalog():
+        with _example_catalog(), _logs_to(log_file):
             for step in steps:
                 step(ctx)
     finally:
         delete_app_topics(admin_client(bootstrap), ctx.prefix)
+        _name_the_logs(console, log_file)
     console.print(Text("demo done", style="bold green"))
+
+
+@contextmanager
+def _logs_to(path: Path) -> Iterator[None]:
+    """Streams' log handler (``configure_logging``'s, on the root logger) writes to
+    ``path`` instead of stderr while the block runs, in the format it had; without one
+    (logging not configured: Python would print warnings to stderr), a plain handler."""
+    root = logging.getLogger()
+    handlers = [
+        h
+        for h in root.handlers
+        if getattr(h, "_streams_handler", False) and isinstance(h, logging.StreamHandler)
+    ]
+    with open(path, "a", encoding="utf-8") as file:
+        before = [(handler, handler.setStream(file)) for handler in handlers]
+        added = None if handlers else logging.StreamHandler(file)
+        if added is not None:
+            root.addHandler(added)
+        try:
+            yield
+        finally:
+            for handler, stream in before:
+                handler.setStream(stream)
+            if added is not None:
+                root.removeHandler(added)
+
+
+def _name_the_logs(console: Console, path: Path) -> None:
+    """One line naming the run's log file when it holds anything; else it goes."""
+    try:
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+    except OSError:
+        return
+    if not lines:
+        path.unlink(missing_ok=True)
+        return
+    counted = f"{lines} line" if lines == 1 else f"{lines} lines"
+    console.print(Text(f"logs of the tour's instances ({counted}): {path}", style="dim"))

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
@@ -83,6 +84,14 @@ def test_the_demo_runs_every_step(kafka_bootstrap: str, kafka_admin: AdminClient
     assert re.search(r"3 nodes up in [\d.]+ s; the app's \d+ topics \(.*\) have 3 replicas", out)
     assert re.search(r"node [123] killed mid-stream: 2,000 orders in, 2,000 out, none lost", out)
     assert "demo done" in out
+    # The tour prints its own lines; its instances' log lines (a killed node's warnings)
+    # go to the file it names.
+    for line in (result.stdout + result.stderr).splitlines():
+        assert not re.match(r'\s*\{".*"event": ', line), f"a log line in the tour: {line}"
+    logs = re.search(r"logs of the tour's instances \(\d+ lines?\): (\S+\.log)", out)
+    if logs is not None:
+        assert Path(logs[1]).stat().st_size > 0
+        Path(logs[1]).unlink()
     # Every topic of the run is gone: the inputs, and what its apps made (DLQs, changelogs).
     run_id = re.search(r"demo-([0-9a-f]{8})-", out)
     assert run_id is not None
