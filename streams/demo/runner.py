@@ -20,8 +20,9 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
@@ -161,7 +162,7 @@ def _logs_to(path: Path) -> Iterator[None]:
         if getattr(h, "_streams_handler", False) and isinstance(h, logging.StreamHandler)
     ]
     with open(path, "a", encoding="utf-8") as file:
-        before = [(handler, handler.setStream(file)) for handler in handlers]
+        before = [(handler, _set_stream(handler, file)) for handler in handlers]
         added = None if handlers else logging.StreamHandler(file)
         if added is not None:
             root.addHandler(added)
@@ -169,9 +170,20 @@ def _logs_to(path: Path) -> Iterator[None]:
             yield
         finally:
             for handler, stream in before:
-                handler.setStream(stream)
+                _set_stream(handler, stream)
             if added is not None:
                 root.removeHandler(added)
+
+
+def _set_stream(handler: logging.StreamHandler[Any], stream: Any) -> Any:
+    """``handler.setStream(stream)``, but one whose stream was closed meanwhile (a handler
+    of an earlier run in this process, its stderr gone) is switched without a flush."""
+    try:
+        return handler.setStream(stream)
+    except ValueError:
+        with handler.lock or nullcontext():
+            old, handler.stream = handler.stream, stream
+        return old
 
 
 def _name_the_logs(console: Console, path: Path) -> None:

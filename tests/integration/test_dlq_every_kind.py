@@ -25,6 +25,7 @@ from click.testing import CliRunner
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
 from streams import cli
+from streams.cli import _common
 from streams.codec import AvroCodec
 from streams.codec.errors import MalformedRecordError
 from streams.dlq import execute_dlq_replay, plan_dlq_replay, read_dlq
@@ -56,7 +57,9 @@ def streams(bootstrap: str, *args: str, stdin: str | None = None) -> Run:
     line and an exit code; anything else escaping it is a crash (code ``"crash"``)."""
     runner = CliRunner()
     env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "COLUMNS": "200"}
-    with runner.isolation(input=stdin, env=env) as (out, err, _):
+    # The consoles read COLUMNS once, when made (by whichever test imported them first).
+    wide = [patch.object(c, "_width", 200) for c in (_common.console, _common.err_console)]
+    with runner.isolation(input=stdin, env=env) as (out, err, _), wide[0], wide[1]:
         code: int | str = 0
         with patch.object(sys, "argv", ["streams", *args]):
             try:

@@ -17,14 +17,15 @@ def test_the_instances_warnings_go_to_the_file_the_tour_names(tmp_path: Path) ->
     handler = logging.StreamHandler(stderr)  # configure_logging's, as the CLI sets it up
     handler._streams_handler = True  # type: ignore[attr-defined]
     root = logging.getLogger()
-    root.addHandler(handler)
+    # Only this one: an in-process CLI run of an earlier test may have left its own.
+    others, root.handlers = root.handlers, [handler]
     log_file, tour = tmp_path / "tour.log", io.StringIO()
     try:
         with _logs_to(log_file):
             get_logger("streams.runtime").warning("partitions lost", partitions=3)
         get_logger("streams.runtime").warning("after the tour")
     finally:
-        root.removeHandler(handler)
+        root.handlers = others
     assert "partitions lost" in log_file.read_text()
     assert "partitions lost" not in stderr.getvalue()
     assert "after the tour" in stderr.getvalue()  # the handler is given back
