@@ -19,7 +19,10 @@ from streams.testing import LOCAL_IMAGE, KafkaIO, wait_until
 from streams.testing.container import image_present
 from streams.testing.plugin import docker_missing, require_docker
 
-pytestmark = pytest.mark.container
+# The app image is built first when the tree changed (a wheel compiled with Cython, then a
+# docker build on the vfs driver): 4-5 minutes on two busy cores, the suite's default
+# timeout of 300 s cut it in CI.
+pytestmark = [pytest.mark.container, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK = ROOT / "compose" / "stack.sh"
