@@ -188,6 +188,13 @@ class LocalNode:
             # Local nodes start together: no reason to wait for more members before the
             # first rebalance.
             "group.initial.rebalance.delay.ms": "0",
+            # What a local broker need not wait out: a KIP-848 member's session as long as
+            # the classic one Streams asks for (10 s; Kafka's default and minimum: 45 s),
+            # and a transaction past its timeout aborted within a second (Kafka looks every
+            # 10 s).
+            "group.consumer.session.timeout.ms": "10000",
+            "group.consumer.min.session.timeout.ms": "6000",
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
             "transaction.partition.verification.enable": "true",
             "log.retention.hours": "168",
             "delete.topic.enable": "true",

@@ -4,8 +4,8 @@ Two `streams run` instances share 8 partitions; a third joins mid-stream; one is
 with SIGKILL. Afterwards every input is in the output (at-least-once: duplicates allowed)
 and, per key, sequence numbers only step forward by one, or jump back where a redelivery
 repeats a run that was already written. With both group protocols: classic (a 6 s
-session) and KIP-848's consumer (the broker's session: 45 s before the killed instance's
-partitions move).
+session) and KIP-848's consumer (the broker's session, 10 s on the local broker, before
+the killed instance's partitions move).
 """
 
 from __future__ import annotations
