@@ -14,7 +14,9 @@ def test_keyed_records_come_back_in_per_key_order(
     kafka_bootstrap: str, make_topic: TopicFactory
 ) -> None:
     topic = make_topic("orders", partitions=4)
-    producer = Producer({"bootstrap.servers": kafka_bootstrap, "acks": "all", "linger.ms": 5})
+    # Idempotent: without it a retried batch may land after the next one (per-key order lost).
+    settings = {"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True, "linger.ms": 5}
+    producer = Producer(settings)
     for seq in range(1000):
         producer.produce(topic, key=f"k{seq % 25}", value=str(seq).encode())
     assert producer.flush(30) == 0

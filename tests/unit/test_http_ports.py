@@ -163,11 +163,12 @@ def test_tables_answer_on_the_query_port_only() -> None:
 
 def half_sent(port: int, count: int) -> list[tuple[socket.socket, float]]:
     """``count`` connections that send a request's first lines and never its end, each
-    with the moment it connected."""
+    with the moment it began to connect (the server's clock for it starts after that, but
+    may start before ``create_connection`` returns here)."""
     opened = []
     for _ in range(count):
-        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
         connected = time.monotonic()
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
         sock.sendall(HALF_SENT)
         opened.append((sock, connected))
     return opened
