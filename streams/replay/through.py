@@ -34,7 +34,7 @@ fails.
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
@@ -52,7 +52,7 @@ from streams.runtime.topics import prepare_topics
 from streams.topology import Topology, TopologyBuilder
 from streams.topology.failure_topics import failure_topics
 from streams.topology.names import Owned
-from streams.topology.nodes import DEFAULT_OUTPUT
+from streams.topology.nodes import DEFAULT_OUTPUT, SourceNode
 
 Progress = Callable[[int], None]
 
@@ -159,29 +159,29 @@ class Backlog:
         return {tp: s for tp, s in spans.items() if tp not in still or tp in held}
 
 
+def _table_sources(topology: Topology) -> list[SourceNode]:
+    """The sources of tables read from topics the app does not write itself."""
+    return [s for s in topology.sources if s.table and not isinstance(s.topic, Owned)]
+
+
 def table_topics(topology: Topology) -> list[str]:
     """The table topics the app does not write itself: read from their beginning."""
-    return _unique(
-        topology.topic(s.topic)
-        for s in topology.sources
-        if s.table and not isinstance(s.topic, Owned)
-    )
+    return _unique(topology.topic(s.topic) for s in _table_sources(topology))
 
 
 def tables_of(topology: Topology) -> Topology:
     """The topology's tables read from topics (``table_topics``) and nothing else: the
     same stores under the same app id, so the whole topology finds them filled."""
     builder = TopologyBuilder(topology.app_id)
-    for source in topology.sources:
-        if source.table and not isinstance(source.topic, Owned):
-            for step in topology.children(source.name).get(DEFAULT_OUTPUT, []):
-                builder.table(
-                    source.topic,
-                    type=source.type,
-                    version=source.version,
-                    name=step,
-                    backend=topology.stores[step].backend,
-                )
+    for source in _table_sources(topology):
+        for step in topology.children(source.name).get(DEFAULT_OUTPUT, []):
+            builder.table(
+                source.topic,
+                type=source.type,
+                version=source.version,
+                name=step,
+                backend=topology.stores[step].backend,
+            )
     return builder.build()
 
 
@@ -264,7 +264,7 @@ def replay_through(
         produced,
         {p: o for (_t, p), o in committed.items()},
         time.perf_counter() - started,
-        outputs=_merged(table_counts.written, counts.written),
+        outputs=dict(Counter(table_counts.written) + Counter(counts.written)),
         tables=table_counts.read,
         internal={t: n for t, n in counts.read.items() if t != plan.topic},
     )
@@ -323,7 +323,8 @@ class _Internal:
 def _table_ends(cluster: Cluster, topology: Topology, starts: Mapping[TP, int]) -> dict[TP, int]:
     """The ends the tables are read to before the range: each table partition with
     records, at its (read committed) log end now."""
-    tps = [tp for tp in starts if tp[0] in set(table_topics(topology))]
+    tables = set(table_topics(topology))
+    tps = [tp for tp in starts if tp[0] in tables]
     ends = cluster.list_offsets(tps, "latest", read_committed=True)
     return {tp: end for tp, end in ends.items() if end > starts[tp]}
 
@@ -337,14 +338,6 @@ def _unfinished(app_id: str, left: Mapping[TP, tuple[int, int]]) -> str:
         f"reprocessing as app id {app_id!r} stopped with records left: {where}; "
         "its outputs so far stay written: reprocess again under a new --app-id"
     )
-
-
-def _merged(*counts: Mapping[str, int]) -> dict[str, int]:
-    merged: dict[str, int] = {}
-    for c in counts:
-        for topic, n in c.items():
-            merged[topic] = merged.get(topic, 0) + n
-    return merged
 
 
 def _unique(items: Iterable[str]) -> list[str]:
