@@ -35,7 +35,7 @@ def step_faust(ctx: DemoContext) -> None:
     if importlib.util.find_spec("faust") is None:
         ctx.say("faust", "skipped: the Faust interop needs pip install 'streams[faust]'")
         return
-    from streams.faust.worker import FaustWorkerProcess  # noqa: PLC0415 - the faust extra
+    from streams.testing.faust_worker import FaustWorkerProcess  # noqa: PLC0415 - step only
 
     app_id = f"{ctx.prefix}-faust"  # an app of the run: its topics are deleted with the rest
     source, output = ctx.topic("faust-accepted"), ctx.topic("faust-shipments")

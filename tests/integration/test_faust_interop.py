@@ -20,8 +20,8 @@ from streams.cluster import admin_client, delete_topics
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
 from streams.failures.headers import EXCEPTION, OFFSET, PARTITION, REPLAY_OF, STAGE, TOPIC
-from streams.faust.worker import FaustWorkerProcess
 from streams.testing import KafkaIO
+from streams.testing.faust_worker import FaustWorkerProcess
 from streams.testing.topics import unique_topic_name
 
 ROOT = Path(__file__).resolve().parents[2]

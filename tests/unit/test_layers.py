@@ -1,10 +1,12 @@
 """Dependencies point one way: no module imports from a layer above its own.
 
-The layers, lowest first (``shared/DESIGN.md``, "Layout"): what a record is on the wire;
-the stores, failure-routing decisions and the broker; what to run (topologies); the
+The layers, lowest first, are ``streams._layers.LAYERS`` (docs/architecture.md, "Layers",
+shows the same table: ``test_architecture_doc.py`` checks it): what a record is on the
+wire; the stores, failure-routing decisions and the broker; what to run (topologies); the
 record path (``streams.pipeline``); the runtime; what runs topologies for you (the test
-kit, replay, the DLQ tools); and the commands on top. Every import counts, lazy ones
-inside functions and ``TYPE_CHECKING`` ones included.
+kit, replay, the DLQ tools); and the commands on top. Product code on the test kit's
+layer or below never imports the test kit. Every import counts, lazy ones inside
+functions and ``TYPE_CHECKING`` ones included.
 """
 
 from __future__ import annotations
@@ -15,40 +17,9 @@ from pathlib import Path
 import pytest
 
 import streams
+from streams._layers import PER_MODULE, TEST_KIT, layer_of, part_of
 
-LAYERS: list[set[str]] = [
-    {
-        "_lazy",
-        "speedups",
-        "file_modules",
-        "errors",
-        "client_errors",
-        "record_size",
-        "timespec",
-        "http_access",
-        "setting_names",
-        "config",
-        "logs",
-        "coordinates",
-        "envelope",
-        "cluster",
-        "schemas",
-        "codec",
-        "observability.health",
-    },
-    {"examples"},
-    {"state", "failures", "broker", "observability.tracing", "observability.otel"},
-    {"topology"},
-    {"pipeline", "observability.metrics", "observability.server"},
-    {"runtime"},
-    {"testing", "replay", "dlq", "tools", "faust", "patterns"},
-    {"cli", "demo", "bench", "__main__"},
-]
-LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}
-# A package whose modules serve several layers: each module is listed on its own, as
-# ``package.module`` (the package itself, a docstring, is on the lowest layer).
-PER_MODULE = {"observability"}
-LAYER.update(dict.fromkeys(PER_MODULE, 0))
+LAYER = layer_of()
 ROOT = Path(streams.__file__).parent
 
 
@@ -66,11 +37,6 @@ def _module(relative: Path) -> str:
     return ".".join(("streams", *relative.with_suffix("").parts)).removesuffix(".__init__")
 
 
-def _part(module: str) -> str:
-    parts = module.split(".")
-    return ".".join(parts[1:3]) if parts[1] in PER_MODULE else parts[1]
-
-
 def test_every_package_has_a_layer() -> None:
     # a module's name, whether its file is the source or a compiled copy (envelope.cpython-...so)
     parts = {p.name.split(".")[0] if p.is_file() else p.name for p in ROOT.iterdir()}
@@ -78,7 +44,7 @@ def test_every_package_has_a_layer() -> None:
     parts.discard("py")  # py.typed
     assert parts - LAYER.keys() == set()
     modules = {
-        _part(_module(p.relative_to(ROOT)))
+        part_of(_module(p.relative_to(ROOT)))
         for name in PER_MODULE
         for p in (ROOT / name).glob("*.py")
     }
@@ -91,11 +57,31 @@ def test_no_module_imports_from_a_layer_above_its_own() -> None:
         relative = path.relative_to(ROOT)
         if relative == Path("__init__.py"):
             continue  # the package's lazy table names the whole public API
-        own = _part(_module(relative))
+        own = part_of(_module(relative))
         for target in _imports(path):
-            if LAYER[_part(target)] > LAYER[own]:
+            if LAYER[part_of(target)] > LAYER[own]:
                 upward.append(f"streams/{relative} imports {target}")
     assert upward == []
+
+
+def test_the_test_kit_is_imported_only_from_the_layers_above_it() -> None:
+    """The layer rule lets a part import its neighbours on the same layer; the test kit is
+    the exception: a tool beside it (replay, the DLQ tools, Faust interop) that imported it
+    would ship the test kit's helpers as product code."""
+    crossing = []
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if relative == Path("__init__.py"):
+            continue  # the package's lazy table names the whole public API
+        own = part_of(_module(relative))
+        if own == TEST_KIT or LAYER[own] > LAYER[TEST_KIT]:
+            continue
+        crossing += [
+            f"streams/{relative} imports {target}"
+            for target in sorted(_imports(path))
+            if part_of(target) == TEST_KIT
+        ]
+    assert crossing == []
 
 
 # What builds a Kafka client: confluent-kafka's client classes, and the cluster's door to

@@ -1,10 +1,12 @@
-"""Run a Faust app file as a worker in a child process (tests, the demo, the bench).
+"""Run a Faust app file as a worker in a child process (the interop tests, the demo).
 
 ``FaustWorkerProcess(path, env=...)`` runs ``python <path> worker -l info`` (the app file
 calls ``app.main()``, Faust's command line): a child process, because a Faust worker owns
 its event loop and signal handlers, and SIGTERM exercises its clean shutdown (commit,
 leave the group). ``wait_started`` blocks until Faust logs "Worker ready" (raising with
-the output when the worker exits first); ``stop`` sends SIGTERM and waits.
+the output when the worker exits first); ``stop`` sends SIGTERM and waits. Part of the
+test kit, not of ``streams.faust``: it drives a worker as ``TopologyProcess`` drives
+``streams run``.
 """
 
 from __future__ import annotations
