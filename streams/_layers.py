@@ -60,6 +60,6 @@ def layer_of() -> dict[str, int]:
 
 def part_of(module: str) -> str:
     """The part a dotted module name of ``streams`` belongs to (``streams.pipeline.step``:
-    ``pipeline``; ``streams.observability.metrics.x``: ``observability.metrics``)."""
+    ``pipeline``; ``streams.observability.metrics``: ``observability.metrics``)."""
     parts = module.split(".")
     return ".".join(parts[1:3]) if parts[1] in PER_MODULE else parts[1]

@@ -60,7 +60,7 @@ def record_context(
 
 
 def record_fields(record: Any) -> dict[str, Any]:
-    """What a log line names of a ``streams.pipeline.Record``: its envelope's metadata,
+    """What a log line names of a ``streams.pipeline.record.Record``: its envelope's metadata,
     once decoded (reading it never decodes the payload), and where it was read."""
     env = record.envelope
     fields: dict[str, Any] = {}

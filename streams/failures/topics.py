@@ -36,7 +36,7 @@ def topic_stem(app_id: str, topic: str) -> str:
     without its ``<app>-`` prefix (``topic`` itself when it has none), so the retry tiers
     of ``shop-rekeyed`` under app ``shop`` are ``shop-rekeyed-retry-<n>``, not
     ``shop-shop-rekeyed-retry-<n>``. Inputs ``x`` and ``<app>-x`` share a stem: a
-    topology reading both is refused (``streams.topology.names.shared_stems``)."""
+    topology reading both is refused (``streams.topology.failure_topics.shared_stems``)."""
     prefix = f"{app_id}-"
     return topic[len(prefix) :] if topic.startswith(prefix) and len(topic) > len(prefix) else topic
 

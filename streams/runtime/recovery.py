@@ -1,6 +1,6 @@
 """Riding out a broker outage: the work since the last commit is undone, not the instance.
 
-Where a transient client error (``streams.pipeline.errors.transient``: transport failure,
+Where a transient client error (``streams.client_errors.transient``: transport failure,
 all brokers down, a timeout, a coordinator moving, an abortable transaction error) meets
 work that cannot finish (an output that timed out, a transaction that cannot be committed
 or aborted, committed offsets that cannot be read), ``BrokerUnavailable`` is raised; the

@@ -5,7 +5,7 @@ store holds what the records of input partition ``p`` wrote, and is backed by pa
 ``p`` of the compacted changelog ``<app>-<store>-changelog``. ``builder.store(name)``
 declares a store processors reach with ``ctx.store(name)``; ``stream.dedup(...)`` declares
 its own store (named after the step). Nothing here touches Kafka: the executors open the
-stores (``streams.runtime.stores``, the ``TestDriver``).
+stores (``streams.runtime.state``, the ``TestDriver``).
 """
 
 from __future__ import annotations
