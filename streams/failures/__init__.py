@@ -6,7 +6,7 @@
 - ``routing``: ``FailureRouter.route`` → the next destination and the record to write.
 - ``waiting``: ``WaitingRoom``, the keys waiting on a retry and the records behind them.
 - ``parked``: waiting-room entries as bytes, and the room kept in a state-store transaction.
-- ``retry_consumer``: ``RetryGate``, due-time waits by seek and pause, no sleeping.
+- ``retry_holds``: ``RetryHolds``, due-time waits by seek and pause, no sleeping.
 - ``metrics``: counters and the WARNING per dead-lettered record.
 - ``handler``: ``FailureHandler``, the four calls a runtime makes (record, success,
   failure, revoke) composing all of the above.
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from streams.failures.metrics import FailureMetrics
     from streams.failures.parked import ParkedRecord, TransactionWaitingStore
     from streams.failures.policy import RetryPolicy, Verdict
-    from streams.failures.retry_consumer import RetryGate
+    from streams.failures.retry_holds import RetryHolds
     from streams.failures.routing import FailedRecord, FailureRouter, Route
     from streams.failures.topics import FailureTopics, dlq_topic, ensure_failure_topics, retry_topic
     from streams.failures.waiting import WaitingRoom
@@ -56,7 +56,7 @@ else:
             "streams.failures.metrics": ["FailureMetrics"],
             "streams.failures.parked": ["ParkedRecord", "TransactionWaitingStore"],
             "streams.failures.policy": ["RetryPolicy", "Verdict"],
-            "streams.failures.retry_consumer": ["RetryGate"],
+            "streams.failures.retry_holds": ["RetryHolds"],
             "streams.failures.routing": ["FailedRecord", "FailureRouter", "Route"],
             "streams.failures.topics": [
                 "FailureTopics",
@@ -81,7 +81,7 @@ __all__ = [
     "FailureTopicError",
     "FailureTopics",
     "ParkedRecord",
-    "RetryGate",
+    "RetryHolds",
     "RetryPolicy",
     "RetryPolicyError",
     "Route",

@@ -2,13 +2,13 @@
 
 ::
 
-    consumer ─▶ Record ─▶ WaitForDue ─▶ Track ─▶ failure policy ─▶ Produce ─▶ Commit
+    consumer ─▶ Record ─▶ RetryGate ─▶ Track ─▶ failure policy ─▶ Produce ─▶ Commit
                           (retry tiers)   (offsets)  Attempt:        (sink)     (committer)
                                                      decode → plan
 
 - ``record``: ``Record``, built once per consumed message.
 - ``step``: the ``Step`` contract (submit, poll, revoked, join, close), ``Forward``.
-- ``gate``: ``WaitForDue``, retry records held until due (seek and pause, no sleep).
+- ``retry_gate``: ``RetryGate``, retry records held until due (seek and pause, no sleep).
 - ``offsets``: ``Partitions`` (the assigned partitions, the one owner of their records in
   flight, ``rewind_to_committed``), ``Track``.
 - ``execute``: ``Attempt``, decode and run the plan atomically (outputs kept, store

@@ -2,7 +2,7 @@
 
 ::
 
-    [intake] → [TimeOrder] → [WaitForDue] → [Concurrently] → Track → failure policy
+    [intake] → [TimeOrder] → [RetryGate] → [Concurrently] → Track → failure policy
                               (routing)                               (Attempt: decode → plan)
              → Produce → [Timers] → Commit        StopSkipOrDeadLetter | RetryOrDeadLetter
 
@@ -10,7 +10,7 @@
   the replayed range before they are tracked).
 - ``TimeOrder`` first when a stream joins a table of other topics (a table topic, an
   aggregation of another topic): the two are read in event-time order.
-- ``WaitForDue`` only when the topology routes failures (a retry policy on it or a step).
+- ``RetryGate`` only when the topology routes failures (a retry policy on it or a step).
 - ``Concurrently`` only when the topology has async steps and a concurrency above 1:
   records in flight at once, each down the rest of the chain in a greenlet; positions move
   over what finished in order, and commits go through ``ConcurrentCommits``.
@@ -36,10 +36,10 @@ from streams.pipeline.commit import Commit, Committer
 from streams.pipeline.concurrency import ConcurrentCommits, Concurrently
 from streams.pipeline.execute import Attempt
 from streams.pipeline.failure import OnSkip, RetryOrDeadLetter, StopSkipOrDeadLetter
-from streams.pipeline.gate import WaitForDue
 from streams.pipeline.offsets import Partitions, Track
 from streams.pipeline.pauses import ConsumerControl, Pauses
 from streams.pipeline.produce import OutputSink, Produce
+from streams.pipeline.retry_gate import RetryGate
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Step
 from streams.pipeline.time_order import TimeOrder
@@ -67,7 +67,7 @@ class Chain:
 
     head: Step
     attempt: Attempt
-    gate: WaitForDue | None
+    gate: RetryGate | None
     topics: list[str]
     committer: Committer
     pauses: Pauses
@@ -187,7 +187,7 @@ def build_chain(
         )
     step = Produce(step, sink, stats, timeout_s=shutdown_timeout_s)
     topics = list(topology.topics_read)
-    gate: WaitForDue | None = None
+    gate: RetryGate | None = None
     if handler is not None:
         step = RetryOrDeadLetter(
             step,
@@ -201,7 +201,7 @@ def build_chain(
         step = Track(step, partitions, stats)
         step = _concurrently(step, concurrently, attempt)
         tiers = [t for topics_of in failure_topics(topology) for t in topics_of.retries]
-        step = gate = WaitForDue(
+        step = gate = RetryGate(
             step, consumer=pauses.view("retry gate"), retry_topics=tiers, clock=clock
         )
         topics += tiers

@@ -3,7 +3,7 @@
 In the chain when the topology has async steps and a concurrency above 1
 (``TopologyBuilder(..., concurrency=N, ordering=...)``), right after the retry gate::
 
-    ... → [WaitForDue] → Concurrently → Track → failure policy → Produce → [Timers] → Commit
+    ... → [RetryGate] → Concurrently → Track → failure policy → Produce → [Timers] → Commit
 
 Each record it starts goes down the rest of the chain in a greenlet of its own. When an
 async step awaits (through ``Suspend``, the awaiter the plan was built with), its coroutine

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
 from streams.failures.headers import DUE_TIME, format_time
-from streams.failures.retry_consumer import Hold, RetryGate, hold, resume_due
+from streams.failures.retry_holds import Hold, RetryHolds, hold, resume_due
 from streams.testing.topics import TopicFactory
 
 
@@ -56,14 +56,14 @@ def test_a_record_not_due_holds_its_partition_and_no_other(
         }
     )
     consumer.assign([TopicPartition(tier, 0, 0), TopicPartition(tier, 1, 0)])
-    gate = RetryGate()
+    holds = RetryHolds()
     processed: list[Message] = []
 
     def run_until(done: Callable[[], bool], at: datetime, polls: int = 60) -> None:
         for _ in range(polls):
             if done():
                 return
-            sifted = gate.sift(consumer.consume(100, timeout=0.5), now=at)
+            sifted = holds.sift(consumer.consume(100, timeout=0.5), now=at)
             hold(consumer, sifted.held)
             processed.extend(m for m in sifted.ready if m.error() is None)
         raise AssertionError(f"condition not met; processed {values()}")
@@ -72,21 +72,21 @@ def test_a_record_not_due_holds_its_partition_and_no_other(
         return [(m.value() or b"").decode() for m in processed]
 
     try:
-        run_until(lambda: {"p0-a", "p1-a", "p1-b"} <= set(values()) and bool(gate.holds), now)
+        run_until(lambda: {"p0-a", "p1-a", "p1-b"} <= set(values()) and bool(holds.held), now)
         due = later.replace(microsecond=later.microsecond // 1000 * 1000)  # ms on the wire
-        assert gate.holds == [Hold(tier, 0, 1, due)]
+        assert holds.held == [Hold(tier, 0, 1, due)]
         # Partition 1 keeps flowing while partition 0 waits.
         produce(kafka_bootstrap, tier, [(1, "p1-c", now), (1, "p1-d", now)])
         run_until(lambda: "p1-d" in values(), now)
         for _ in range(3):  # a few more polls: nothing of partition 0 slips through
-            sifted = gate.sift(consumer.consume(100, timeout=0.2), now=now)
+            sifted = holds.sift(consumer.consume(100, timeout=0.2), now=now)
             processed.extend(m for m in sifted.ready if m.error() is None)
         assert "p0-b" not in values()
         assert "p0-c" not in values()
-        assert gate.poll_timeout(0.5, now=now) == 0.5
+        assert holds.poll_timeout(0.5, now=now) == 0.5
 
         # The due time comes: the partition resumes and its head is fetched again.
-        assert [h.partition for h in resume_due(consumer, gate, now=later)] == [0]
+        assert [h.partition for h in resume_due(consumer, holds, now=later)] == [0]
         run_until(lambda: "p0-c" in values(), later)
     finally:
         consumer.close()

@@ -20,7 +20,7 @@ from streams.codec.errors import MalformedRecordError
 from streams.failures.handler import Decision, FailureHandler, RecordLike
 from streams.failures.headers import Stage
 from streams.failures.parked import ParkedRecord
-from streams.failures.retry_consumer import Hold, RetryGate
+from streams.failures.retry_holds import Hold, RetryHolds
 from streams.failures.routing import FailedRecord
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -79,7 +79,7 @@ class ModelRuntime:
     tries: dict[bytes, int] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
     dead: list[tuple[bytes, datetime]] = field(default_factory=list)
-    gate: RetryGate = field(default_factory=RetryGate)
+    holds: RetryHolds = field(default_factory=RetryHolds)
 
     def send(self, topic: str, key: bytes | None, value: bytes | None, headers: Any) -> None:
         log = self.topics.setdefault(topic, [])
@@ -101,12 +101,12 @@ class ModelRuntime:
             self.positions[h.topic] = h.offset  # seek back to the head
 
     def step(self) -> None:
-        gate = self.gate
-        sifted = gate.sift(self.poll(), now=self.now)
+        holds = self.holds
+        sifted = holds.sift(self.poll(), now=self.now)
         self.hold(sifted.held)
         for message in sifted.ready:
             self.handle(message)
-        for h in gate.due(now=self.now):
+        for h in holds.due(now=self.now):
             self.paused.discard(h.topic)
         self.now += TICK
 
@@ -154,7 +154,7 @@ class ModelRuntime:
                 for t, log in self.topics.items()
                 if "dlq" not in t
             )
-            and not self.gate.holds
+            and not self.holds.held
         )
 
     def output_values(self, key: bytes) -> list[bytes]:

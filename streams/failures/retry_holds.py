@@ -7,8 +7,9 @@ other tiers and the input topic keep flowing; the poll timeout shrinks to the ne
 time. This is the seek-and-pause back-off (refetching the head on resume), which stays
 correct however much the client had prefetched.
 
-``RetryGate`` is the bookkeeping; ``hold``/``resume_due`` apply it to a confluent-kafka
-``Consumer``. Nothing here sleeps; ``sift`` and ``due`` take ``now`` so tests need no clock.
+``RetryHolds`` is the bookkeeping; ``hold``/``resume_due`` apply it to a confluent-kafka
+``Consumer`` (the chain's retry gate, ``streams.pipeline.retry_gate``, is one user).
+Nothing here sleeps; ``sift`` and ``due`` take ``now`` so tests need no clock.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from streams.failures.headers import DUE_TIME, parse_time
 
 
 class PartitionControl(Protocol):
-    """What the gate needs of a consumer (``confluent_kafka.Consumer`` is one)."""
+    """What holding a partition needs of a consumer (``confluent_kafka.Consumer`` is one)."""
 
     def pause(self, partitions: list[TopicPartition], /) -> None: ...
     def resume(self, partitions: list[TopicPartition], /) -> None: ...
@@ -32,7 +33,7 @@ class PartitionControl(Protocol):
 
 
 class RetryMessage(Protocol):
-    """The part of ``confluent_kafka.Message`` the gate reads."""
+    """The part of ``confluent_kafka.Message`` the holds read."""
 
     def topic(self) -> str | None: ...
     def partition(self) -> int | None: ...
@@ -72,7 +73,7 @@ class Sifted(Generic[M]):
     held: list[Hold] = field(default_factory=list)
 
 
-class RetryGate:
+class RetryHolds:
     """Which retry partitions are paused, on which record, until when."""
 
     def __init__(self) -> None:
@@ -117,7 +118,7 @@ class RetryGate:
         return hold
 
     def due(self, now: datetime | None = None) -> list[Hold]:
-        """Holds whose time has come, removed from the gate: resume these partitions."""
+        """Holds whose time has come, removed from here: resume these partitions."""
         now = now or datetime.now(UTC)
         ripe = [hold for hold in self._holds.values() if hold.due <= now]
         for hold in ripe:
@@ -141,7 +142,8 @@ class RetryGate:
         return [hold for tp in partitions if (hold := self._holds.pop(tp, None)) is not None]
 
     @property
-    def holds(self) -> list[Hold]:
+    def held(self) -> list[Hold]:
+        """Every hold in place."""
         return list(self._holds.values())
 
 
@@ -156,10 +158,10 @@ def hold(consumer: PartitionControl, holds: Iterable[Hold]) -> None:
 
 
 def resume_due(
-    consumer: PartitionControl, gate: RetryGate, now: datetime | None = None
+    consumer: PartitionControl, holds: RetryHolds, now: datetime | None = None
 ) -> list[Hold]:
     """Resume the partitions whose head is due; returns their holds. Does not block."""
-    ripe = gate.due(now)
+    ripe = holds.due(now)
     if ripe:
         consumer.resume([TopicPartition(h.topic, h.partition) for h in ripe])
     return ripe

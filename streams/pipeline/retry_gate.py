@@ -3,7 +3,7 @@
 First step of the chain when the topology routes failures. For a record of a retry tier,
 its error headers are parsed once (``record.failure``; ``record.headers`` keeps the
 record's own headers, what decoding and processors see); if it is not due yet, its
-partition is sought back to it and paused (``streams.failures.retry_consumer``) and the
+partition is sought back to it and paused (``streams.failures.retry_holds``) and the
 record is dropped here, before it is tracked: it is read again once ``poll`` resumes the
 partition at its due time. Later records of a held partition in the same batch are
 dropped the same way. Records of input topics pass untouched. Never blocks;
@@ -17,16 +17,16 @@ from datetime import UTC, datetime
 
 from streams.coordinates import TP
 from streams.failures.headers import parse_failure_headers, strip_failure_headers
-from streams.failures.retry_consumer import PartitionControl, RetryGate, hold, resume_due
+from streams.failures.retry_holds import PartitionControl, RetryHolds, hold, resume_due
 from streams.pipeline.record import Record
 from streams.pipeline.step import Forward, Step
 
 
-class WaitForDue(Forward):
+class RetryGate(Forward):
     """Holds retry records until due (see the module docstring). ``consumer``: the
     runtime's consumer (pause, resume, seek); ``clock``: seconds since the epoch."""
 
-    __slots__ = ("_clock", "_consumer", "_gate", "_tiers")
+    __slots__ = ("_clock", "_consumer", "_holds", "_tiers")
 
     def __init__(
         self,
@@ -40,21 +40,21 @@ class WaitForDue(Forward):
         self._consumer = consumer
         self._tiers = frozenset(retry_topics)
         self._clock = clock
-        self._gate = RetryGate()
+        self._holds = RetryHolds()
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), UTC)
 
     def submit(self, record: Record) -> None:
         if record.topic in self._tiers:
-            gate = self._gate
-            if gate.is_held(record.topic, record.partition):
+            holds = self._holds
+            if holds.is_held(record.topic, record.partition):
                 return
             failure = record.failure = parse_failure_headers(record.headers)
             if failure is not None:
                 record.headers = strip_failure_headers(record.headers)
             due = failure.due if failure is not None else None
-            held = gate.check(record.topic, record.partition, record.offset, due, self._now())
+            held = holds.check(record.topic, record.partition, record.offset, due, self._now())
             if held is not None:
                 hold(self._consumer, [held])
                 return
@@ -62,16 +62,16 @@ class WaitForDue(Forward):
 
     def is_held(self, topic: str, partition: int) -> bool:
         """Is the retry partition paused until its head is due (waiting, not stalled)?"""
-        return self._gate.is_held(topic, partition)
+        return self._holds.is_held(topic, partition)
 
     def poll(self) -> None:
-        resume_due(self._consumer, self._gate, self._now())
+        resume_due(self._consumer, self._holds, self._now())
         self.next.poll()
 
     def poll_timeout(self, ceiling: float) -> float:
         """Seconds the loop may wait for records: ``ceiling``, or less if a hold ripens."""
-        return self._gate.poll_timeout(ceiling, self._now())
+        return self._holds.poll_timeout(ceiling, self._now())
 
     def revoked(self, partitions: Sequence[TP]) -> None:
-        self._gate.forget(partitions)
+        self._holds.forget(partitions)
         self.next.revoked(partitions)
