@@ -31,7 +31,7 @@ from streams.cli._common import (
     print_json,
     use_schemas,
 )
-from streams.tools import DEFAULT_SOURCE
+from streams.tools import CLI_SOURCE
 
 if TYPE_CHECKING:
     from streams.tools.produce import EnvelopeMaker
@@ -103,7 +103,7 @@ def produce_command(  # noqa: PLR0917 - a command's options
         "--correlation-id",
         help="Correlation id of every envelope (default: each envelope's own id).",
     ),
-    source: str = typer.Option(DEFAULT_SOURCE, "--source", help="The envelopes' source."),
+    source: str = typer.Option(CLI_SOURCE, "--source", help="The envelopes' source."),
     rate: str | None = typer.Option(
         None, "--rate", metavar="N[/s]", help="Write at most N records per second."
     ),

@@ -28,7 +28,7 @@ from streams.cli._common import (
     use_schemas,
 )
 from streams.config import client_settings
-from streams.tools import DEFAULT_SOURCE
+from streams.tools import CLI_SOURCE
 
 if TYPE_CHECKING:
     from streams.patterns import RequestError
@@ -61,7 +61,7 @@ def request_command(  # noqa: PLR0917 - a command's options
         metavar="SECONDS",
         help="How long each request waits for its reply.",
     ),
-    source: str = typer.Option(DEFAULT_SOURCE, "--source", help="The requests' source."),
+    source: str = typer.Option(CLI_SOURCE, "--source", help="The requests' source."),
     schemas: Path | None = SchemasOpt,
     bootstrap: str = BootstrapOpt,
     config_file: Path | None = ConfigFileOpt,

@@ -62,7 +62,7 @@ class DeadLetter:
         return BAD_ERROR_HEADERS if self.header_problem else NO_ERROR_HEADERS
 
     @property
-    def source_topic(self) -> str | None:
+    def origin_topic(self) -> str | None:
         return self.failure.origin.topic or None if self.failure is not None else None
 
     @property

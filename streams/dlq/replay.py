@@ -96,7 +96,7 @@ def plan_dlq_replay(
         if letter.ref in marked and not again:
             replayed.append(letter)
             continue
-        source = letter.source_topic
+        source = letter.origin_topic
         target = to or source
         if target is None:
             skipped.append((letter, "no source topic in its headers: give --to"))

@@ -23,7 +23,7 @@ class DlqFilter:
 
     error_type: str | None = None
     key: str | None = None
-    source_topic: str | None = None
+    origin_topic: str | None = None
     since: datetime | None = None
     until: datetime | None = None
     records: frozenset[tuple[int, int]] | None = None
@@ -36,7 +36,7 @@ class DlqFilter:
             return False
         if self.key is not None and letter.key_text != self.key:
             return False
-        if self.source_topic is not None and letter.source_topic != self.source_topic:
+        if self.origin_topic is not None and letter.origin_topic != self.origin_topic:
             return False
         if self.records is not None and (letter.partition, letter.offset) not in self.records:
             return False
@@ -92,7 +92,7 @@ def summarize(contents: DlqContents, selection: DlqFilter | None = None) -> DlqS
         total=len(letters),
         by_error=dict(Counter(letter.error_type for letter in letters).most_common()),
         by_source=dict(
-            Counter(letter.source_topic or "<unknown>" for letter in letters).most_common()
+            Counter(letter.origin_topic or "<unknown>" for letter in letters).most_common()
         ),
         oldest=min(times, default=None),
         newest=max(times, default=None),

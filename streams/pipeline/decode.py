@@ -52,7 +52,7 @@ class Decode:
         env = record.envelope
         if env is not None:  # decoded already (``TimeOrder`` read its time)
             return env
-        env = record.envelope = self._decoders[record.source_topic](record)
+        env = record.envelope = self._decoders[record.origin_topic](record)
         return env
 
 

@@ -99,7 +99,7 @@ class Attempt:
         record: Record | None = self.plan.current.record
         if record is None:
             raise RuntimeError("a state store was used outside of processing a record")
-        return record.source_partition
+        return record.origin_partition
 
     def _emit(self, topic: str, env: Envelope) -> None:
         value, headers = self.codec.encode(env)
@@ -121,7 +121,7 @@ class Attempt:
         plan, touched = self.plan, self._touched
         plan.current.record = record
         try:
-            plan.entries[record.source_topic](env)
+            plan.entries[record.origin_topic](env)
         except StepFailed as exc:
             self._undo()
             if isinstance(exc.error, DecodeError):  # the payload, decoded where first read

@@ -20,7 +20,7 @@ The runtime's loop makes one ``Record`` per message it takes from the consumer
 - ``caused``: how many events its processing made so far (each one's id is derived from
   the record's, ``streams.envelope.derived_id``, with this count as its index).
 
-``source_topic``/``source_partition`` name the *input* partition a record belongs to (a
+``origin_topic``/``origin_partition`` name the *input* partition a record belongs to (a
 retry copy's origin): its stores and its waiting room are that partition's.
 """
 
@@ -162,11 +162,11 @@ class Record:
         return self.failure.origin if self.failure is not None else self.coordinates
 
     @property
-    def source_topic(self) -> str:
+    def origin_topic(self) -> str:
         return self.failure.origin.topic if self.failure is not None else self.topic
 
     @property
-    def source_partition(self) -> int:
+    def origin_partition(self) -> int:
         return self.failure.origin.partition if self.failure is not None else self.partition
 
     # -- what processors read (``ctx.record``) ---------------------------------------------

@@ -66,7 +66,7 @@ class Timers(Forward):
         env = record.envelope
         if env is None or isinstance(env, Tombstone) or not self._stream:
             return
-        time_ms, partition = env.time_ms, record.source_partition
+        time_ms, partition = env.time_ms, record.origin_partition
         known = self._stream_time.get(partition)
         if known is not None and time_ms <= known:
             return

@@ -34,7 +34,7 @@ from streams.codec.errors import EncodeError
 from streams.codec.jsonmap import from_json
 from streams.envelope import Envelope
 from streams.errors import ProduceError, StreamsError
-from streams.tools import DEFAULT_SOURCE
+from streams.tools import CLI_SOURCE
 from streams.tools.consume import headers_view
 
 Headers = list[tuple[str, str | bytes | None]]
@@ -130,7 +130,7 @@ class EnvelopeMaker:
     type: str
     version: int
     key: KeySpec | None = None
-    source: str = DEFAULT_SOURCE
+    source: str = CLI_SOURCE
     correlation_id: str | None = None
 
     def make(self, payload: Any) -> tuple[Envelope, bytes, Headers]:

@@ -196,7 +196,7 @@ class ProcessorContext:
         current = self._current.record
         if current is None:
             raise TopologyError("no record is being processed")
-        partition: int = current.source_partition
+        partition: int = current.origin_partition
         return partition
 
     @property

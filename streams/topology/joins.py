@@ -144,7 +144,7 @@ def build_table_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     updated: Callable[[Update], None] = outs[node.outputs[0]]  # type: ignore[assignment]
 
     def table_join_step(update: Update) -> None:
-        side = 0 if current.record.source_topic in left_topics else 1
+        side = 0 if current.record.origin_topic in left_topics else 1
         raw = stores[1 - side].get(update.key)
         if raw is None:
             return  # nothing to pair with, nothing paired before

@@ -79,10 +79,10 @@ def interval_ms(node: str, interval: float, time: str) -> int:
 class NoRecord:
     """What a plan's ``current.record`` is while a timer runs: the partition, no record."""
 
-    __slots__ = ("source_partition",)
+    __slots__ = ("origin_partition",)
 
     def __init__(self, partition: int) -> None:
-        self.source_partition = partition
+        self.origin_partition = partition
 
     @property
     def meta(self) -> Any:

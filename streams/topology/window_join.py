@@ -154,7 +154,7 @@ def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
 
     def join_step(env: Envelope) -> None:
         record = current.record
-        side = 0 if record.source_topic in left else 1
+        side = 0 if record.origin_topic in left else 1
         raw_key = key_of(env, name, f"join {name!r} pairs records by key").encode()
         time_ms = env.time_ms
         tx = store.transaction()

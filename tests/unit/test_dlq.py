@@ -98,7 +98,7 @@ def test_filters_by_error_type_key_time_and_position() -> None:
     assert offsets(DlqFilter(since=T0 + timedelta(minutes=5))) == [1, 2, 3]
     assert offsets(DlqFilter(until=T0 + timedelta(minutes=5))) == [0, 1, 9]
     assert offsets(DlqFilter(records=frozenset({(1, 3), (0, 2)}))) == [2, 3]
-    assert offsets(DlqFilter(source_topic="orders", key="k2")) == [1]
+    assert offsets(DlqFilter(origin_topic="orders", key="k2")) == [1]
 
 
 def test_a_replay_sends_the_original_record_back_home_with_a_replay_header() -> None:
