@@ -1,13 +1,17 @@
 """The record path assembled from a topology, once: which steps, in which order.
 
-::
+Head first (brackets: only when the topology needs it; ``a | b``: one or the other; the
+same line as docs/architecture.md's, and a unit test checks both against what this
+module assembles)::
 
-    [intake] → [TimeOrder] → [RetryGate] → [Concurrently] → Track → failure policy
-                              (routing)                               (Attempt: decode → plan)
-             → Produce → [Timers] → Commit        StopSkipOrDeadLetter | RetryOrDeadLetter
+    [intake] → [TimeOrder] → [RetryGate] → [Concurrently] → Track
+      → StopSkipOrDeadLetter | RetryOrDeadLetter → Produce → [Timers] → Commit
 
-- ``intake``: steps a caller puts first (``streams replay --through`` drops records past
-  the replayed range before they are tracked).
+The attempt (decode, then the plan) runs inside the failure policy.
+
+- ``intake``: steps put first: a caller's (``streams replay --through`` drops records
+  past the replayed range before they are tracked), the runtime's metrics and stall watch
+  (nothing per record).
 - ``TimeOrder`` first when a stream joins a table of other topics (a table topic, an
   aggregation of another topic): the two are read in event-time order.
 - ``RetryGate`` only when the topology routes failures (a retry policy on it or a step).
@@ -87,6 +91,16 @@ class Chain:
         if self.concurrently is not None:
             ceiling = self.concurrently.poll_timeout(ceiling)
         return ceiling
+
+    def steps(self) -> list[Step]:
+        """The steps a record goes through, head first (each holds the next as ``next``;
+        ``Commit``, the last, holds none)."""
+        found: list[Step] = []
+        step: Step | None = self.head
+        while step is not None:
+            found.append(step)
+            step = getattr(step, "next", None)
+        return found
 
     @property
     def held(self) -> int:
