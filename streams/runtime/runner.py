@@ -16,10 +16,10 @@ Contract and timing:
   (``streams.runtime.config.group_membership``).
   Records are consumed in batches and processed one at a time, in offset order per
   partition, on this thread; records of one key are never reordered.
-- Each record goes through the chain of steps assembled once from the topology
-  (``streams.pipeline.chain``): retry gate, tracking, the failure policy around decode
-  and the plan, produce, commit. The loop is only: poll the consumer, submit each record
-  to the chain, poll the chain (acknowledgements, due retries, a due commit).
+- Each record goes through the chain of steps assembled once from the topology (which
+  steps, in which order: ``streams.pipeline.chain``). The loop is only: poll the
+  consumer, submit each record to the chain, poll the chain (acknowledgements, due
+  retries, a due commit).
 - At-least-once: an offset is committed only when its record and every record before it
   in its partition are processed and every write they caused is acknowledged. With
   stores every commit is a checkpoint; with ``exactly_once`` a transaction
