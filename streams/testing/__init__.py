@@ -22,6 +22,8 @@ The same helpers work without pytest: ``KafkaContainer``, ``LocalCluster``, ``pr
 
 ``TestDriver`` runs a topology in memory (no broker) for unit tests; ``window_oracle``
 says what a windowed aggregation should produce, computed the plain way.
+``TopologyProcess`` runs ``streams run`` in a child process, and
+``faust_worker.FaustWorkerProcess`` a Faust app's worker (with the ``faust`` extra).
 """
 
 from typing import TYPE_CHECKING
