@@ -133,6 +133,7 @@ class LocalNode:
         sasl_port: int | None = None,
         tls: tuple[Path, str] | None = None,
         tls_port: int | None = None,
+        overrides: Mapping[str, str] | None = None,
     ) -> None:
         self.node_id = node_id
         self.data_dir = data_dir
@@ -145,6 +146,8 @@ class LocalNode:
         # With ``tls`` (a PKCS12 keystore and its password): an SSL listener on ``tls_port``.
         self.tls = tls
         self.tls_port = tls_port
+        # Server properties set last, over the generated ones (``properties``).
+        self.overrides = dict(overrides or {})
 
     @property
     def bootstrap(self) -> str:
@@ -170,7 +173,7 @@ class LocalNode:
 
     def properties(self, controller_ports: Mapping[int, int]) -> dict[str, str]:
         """This node's server.properties in a cluster whose quorum is ``controller_ports``
-        (node id → controller port; its size is the cluster's)."""
+        (node id → controller port; its size is the cluster's), ``overrides`` last."""
         return {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
@@ -203,6 +206,7 @@ class LocalNode:
             # (measured: 100 partitions deleted during a latency run took its p99 from
             # 20 ms to 240 ms).
             "log.segment.delete.delay.ms": "1000",
+            **self.overrides,
         }
 
     def write_config(self, controller_ports: Mapping[int, int]) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.broker import LocalCluster, LocalNode, NodeState
+from streams.broker import FAST_FAILOVER, LocalCluster, LocalNode, NodeState
 from streams.broker.cluster import stored_size
 from streams.broker.node import free_ports, quorum_voters, replication_defaults
 from streams.errors import BrokerError
@@ -51,6 +51,30 @@ def test_a_single_node_keeps_one_copy(tmp_path: Path) -> None:
     assert props["default.replication.factor"] == "1"
     assert props["min.insync.replicas"] == "1"
     assert props["transaction.state.log.min.isr"] == "1"
+
+
+def test_properties_given_to_a_cluster_are_every_node_s_over_the_generated_ones(
+    tmp_path: Path,
+) -> None:
+    controllers = {1: 29001, 2: 29002, 3: 29003}
+    plain = LocalCluster(3, data_dir=tmp_path / "plain").nodes[0].properties(controllers)
+    given = {**FAST_FAILOVER, "min.insync.replicas": "3"}
+    cluster = LocalCluster(3, data_dir=tmp_path / "fast", properties=given)
+    for node in cluster.nodes:
+        props = node.properties(controllers)
+        assert {k: props[k] for k in given} == given  # a generated one too: theirs wins
+        assert props["node.id"] == str(node.node_id)  # the rest is generated as before
+    # Without them, Kafka's own liveness timeouts: nothing sets them.
+    assert not FAST_FAILOVER.keys() & plain.keys()
+    assert plain["min.insync.replicas"] == "2"
+
+
+def test_fast_failover_notices_a_lost_node_within_seconds() -> None:
+    session = int(FAST_FAILOVER["broker.session.timeout.ms"])
+    heartbeat = int(FAST_FAILOVER["broker.heartbeat.interval.ms"])
+    assert session < 9_000 and int(FAST_FAILOVER["replica.lag.time.max.ms"]) < 30_000
+    assert session >= 5 * heartbeat  # several heartbeats late before a busy node is fenced
+    assert "unclean.leader.election.enable" not in FAST_FAILOVER
 
 
 @pytest.mark.parametrize(
