@@ -27,7 +27,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,6 +134,7 @@ class LocalNode:
         tls: tuple[Path, str] | None = None,
         tls_port: int | None = None,
         overrides: Mapping[str, str] | None = None,
+        java_options: Sequence[str] = (),
     ) -> None:
         self.node_id = node_id
         self.data_dir = data_dir
@@ -148,6 +149,8 @@ class LocalNode:
         self.tls_port = tls_port
         # Server properties set last, over the generated ones (``properties``).
         self.overrides = dict(overrides or {})
+        # More JVM options for the node and its format, after the generated ones.
+        self.java_options = tuple(java_options)
 
     @property
     def bootstrap(self) -> str:
@@ -256,6 +259,7 @@ class LocalNode:
             "-cp",
             f"{libs}/*",
             *self._log_opts(),
+            *self.java_options,
             "kafka.tools.StorageTool",
             "format",
             "--cluster-id",
@@ -291,6 +295,7 @@ class LocalNode:
             "-XX:MaxGCPauseMillis=20",
             "-Djava.awt.headless=true",
             *self._log_opts(),
+            *self.java_options,
             "-cp",
             f"{libs}/*",
             "kafka.Kafka",

@@ -41,7 +41,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streams.broker import FAST_FAILOVER, LocalBroker, LocalCluster, free_port, free_ports
+from streams.broker import (
+    FAST_FAILOVER,
+    QUICK_START_JVM,
+    LocalBroker,
+    LocalCluster,
+    free_port,
+    free_ports,
+)
 from streams.cluster import admin_client, delete_app_topics
 from streams.config import BOOTSTRAP_ENV, external_bootstrap
 from streams.errors import StreamsError
@@ -276,12 +283,15 @@ def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     frozen follower leaves the ISR after 5 s, where Kafka waits 9 s and 30 s. The tests
     are about what happens once a node is lost (nothing lost, no stall), not about how
     long Kafka takes to notice; a workstation's `streams broker up --nodes 3` keeps
-    Kafka's defaults."""
+    Kafka's defaults. And their JVMs run with ``QUICK_START_JVM`` (no second JIT tier):
+    every node is started several times in a session, on the same two cores as the
+    instances under test."""
     cluster = LocalCluster(
         3,
         ports=free_ports(3),
         data_dir=tmp_path_factory.mktemp("cluster"),
         properties=FAST_FAILOVER,
+        java_options=QUICK_START_JVM,
     )
     cluster.up()
     try:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from streams.broker import FAST_FAILOVER, LocalCluster, LocalNode, NodeState
+from streams.broker import FAST_FAILOVER, QUICK_START_JVM, LocalCluster, LocalNode, NodeState
 from streams.broker.cluster import stored_size
 from streams.broker.node import free_ports, quorum_voters, replication_defaults
 from streams.errors import BrokerError
@@ -67,6 +69,27 @@ def test_properties_given_to_a_cluster_are_every_node_s_over_the_generated_ones(
     # Without them, Kafka's own liveness timeouts: nothing sets them.
     assert not FAST_FAILOVER.keys() & plain.keys()
     assert plain["min.insync.replicas"] == "2"
+
+
+def test_java_options_given_to_a_cluster_reach_each_node_s_jvm_and_its_format(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launched: list[list[str]] = []
+
+    def popen(cmd: list[str], **_: object) -> SimpleNamespace:
+        launched.append(cmd)
+        return SimpleNamespace(pid=4242)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    java, libs, controllers = Path("/jdk/bin/java"), Path("/libs"), {1: 1, 2: 2, 3: 3}
+    node = LocalCluster(3, data_dir=tmp_path, java_options=QUICK_START_JVM).nodes[1]
+    node.launch(java, libs, controllers)
+    for cmd in (node.format_command(java, libs, "cluster-id"), launched[0]):
+        main = next(i for i, arg in enumerate(cmd) if arg.startswith("kafka."))
+        assert set(QUICK_START_JVM) <= set(cmd[:main])  # JVM options: before the main class
+    plain = LocalCluster(3, data_dir=tmp_path / "plain").nodes[1]
+    plain.write_config(controllers)  # as formatting does first
+    assert not set(QUICK_START_JVM) & set(plain.format_command(java, libs, "cluster-id"))
 
 
 def test_fast_failover_notices_a_lost_node_within_seconds() -> None:
