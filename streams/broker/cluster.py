@@ -12,7 +12,7 @@ offsets, transaction and share-state topics (``streams.broker.node.replication_d
 Client ports are ``port, port+1, ...`` unless ``ports`` names them. ``properties`` are
 set on every node over the generated config and ``java_options`` given to its JVM;
 ``FAST_FAILOVER`` and ``QUICK_START_JVM`` are what the failure tests run with (a lost
-node fenced in 3 s rather than Kafka's 9; a node's JVM without the JIT's second tier).
+node fenced in 6 s rather than Kafka's 9; a node's JVM without the JIT's second tier).
 
 ``up`` launches every node that is down at once (a node waits for a quorum of its peers),
 continues the paused ones, and returns when the metadata lists them all. Per-node control
@@ -60,16 +60,19 @@ CLUSTER_META = "cluster.json"
 
 FAST_FAILOVER: Mapping[str, str] = MappingProxyType(
     {
-        # The controller fences a node it has not heard from in 3 s (Kafka: 9 s), moving
+        # The controller fences a node it has not heard from in 6 s (Kafka: 9 s), moving
         # its leaderships and taking it out of every ISR; a killed node's restart
         # registers once its old session has expired (before, the controller refuses it
-        # as a duplicate), so this is waited out at each kill as well. Heartbeats every
-        # 0.5 s (Kafka: 2 s) so that six may be missed before a busy node is fenced.
-        "broker.session.timeout.ms": "3000",
-        "broker.heartbeat.interval.ms": "500",
-        # A follower that fetched nothing for 5 s leaves the ISR (Kafka: 30 s), so a
-        # frozen one stops holding acks=all writes back after 5 s.
-        "replica.lag.time.max.ms": "5000",
+        # as a duplicate). Not less: with 3 s, on two cores at a load of 40, restarted
+        # nodes were fenced 3 s after registering, still busy recovering, and took 20 s
+        # more to be unfenced. Heartbeats every second (Kafka: 2 s).
+        "broker.session.timeout.ms": "6000",
+        "broker.heartbeat.interval.ms": "1000",
+        # A follower that fetched nothing for 10 s leaves the ISR (Kafka: 30 s; 10 s before
+        # Kafka 2.5), so a frozen one that is somehow not fenced stops holding acks=all
+        # writes back within 10 s; not much less, or a follower merely slowed by a busy
+        # machine would leave the ISR and come back, again and again.
+        "replica.lag.time.max.ms": "10000",
     }
 )
 """Server properties for a cluster whose nodes are failed on purpose: the failure is
