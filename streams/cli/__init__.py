@@ -7,7 +7,7 @@ are one table, ``EXIT_CODES``, shown in ``streams --help`` and in docs/cli.md.
 Importing this package builds the whole command tree (every command, option and help
 text) but loads nothing a command runs: each command imports the runtime, the Kafka
 client, the codecs or rich's tables inside its function, so ``streams --help`` and a
-quick ``streams topics list`` pay only for what they use (tests/unit/test_imports.py).
+quick ``streams topics list`` pay only for what they use (tests/unit/repository/test_imports.py).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 # One meaning per short option in every command, kcat's or Kafka's tools' where they have
 # one (-t topic, -c count, -f format): an option gets its short name only from this table,
 # through ``option``, so no command can give a short option another meaning.
-# tests/unit/test_cli_tree.py holds the whole command tree to it.
+# tests/unit/cli/test_tree.py holds the whole command tree to it.
 SHORT_OPTIONS: dict[str, str] = {
     "--app-id": "-a",
     "--bootstrap-server": "-b",

@@ -10,7 +10,7 @@ name for its type (``TEXT``, ``INTEGER``, ``FLOAT``, ``PATH``); an argument is i
 capitals (``FILE``, ``[POSITION]`` when optional). An option's old or alternative names
 in ``HIDDEN_ALIASES`` still parse but are not shown: help lists one long name per option,
 as Kafka's own tools do (``--bootstrap-server``, not ``--bootstrap-server,--bootst…``).
-``--help``, the docs page (mkdocs-click) and ``tests/unit/test_cli_tree.py`` all see
+``--help``, the docs page (mkdocs-click) and ``tests/unit/cli/test_tree.py`` all see
 these same objects.
 
 On a terminal, help is typer's rich panels, fitted to the window. Anywhere else (a pipe,

@@ -168,7 +168,7 @@ ConcurrencyOpt = typer.Option(
     "topology's, 1).",
 )
 # streams.topology.topology.ORDERINGS, written out so help loads no topology code
-# (tests/unit/test_cli_tree.py checks they agree).
+# (tests/unit/cli/test_tree.py checks they agree).
 ORDERINGS_SHOWN = "key|partition|none"
 OrderingOpt = typer.Option(
     None,

@@ -10,7 +10,7 @@ Two holders: ``Topics`` is what a running app holds (its admin client, its repli
 factor); ``Cluster`` is what a command or tool holds (a deadline, retries, the reason a
 broker refused us, offsets and groups). The lowest layer: the stores, the failure
 routing, the runtime and the tools all come through it; nothing else builds an admin
-client or sends it a request (``tests/unit/test_cluster_door.py``).
+client or sends it a request (``tests/unit/cluster/test_door.py``).
 """
 
 from streams.cluster.clients import admin_client, probe_metadata
