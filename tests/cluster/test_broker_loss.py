@@ -15,12 +15,12 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Message
+from factories import order
 
 from streams.broker import FAST_FAILOVER, LocalCluster
 from streams.cluster import admin_client, create_topic, delete_app_topics, delete_topics
@@ -69,10 +69,7 @@ def orders(start: int, count: int) -> list[Envelope]:
     customer; every tenth sent twice (the same envelope: dedup drops the second)."""
     out = []
     for n in range(start, start + count):
-        key = f"c-{n % KEYS:03d}"
-        data = {"order_id": f"o-{n}", "customer_id": key, "items": [], "total_cents": n}
-        env = Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=key)
-        env = replace(env, time=BASE + timedelta(seconds=n * 0.1))
+        env = order(n, f"c-{n % KEYS:03d}", time=BASE + timedelta(seconds=n * 0.1))
         out += [env, env] if n % 10 == 0 else [env]
     return out
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import docker  # type: ignore[import-untyped]
+import factories
 import pytest
 from confluent_kafka import Consumer, Producer
 from testcontainers.core.network import Network
@@ -31,8 +32,7 @@ QUIET = {"log_level": 0}
 
 
 def order(n: int) -> Envelope:
-    data = {"order_id": f"o{n}", "customer_id": f"c{n % 4}", "items": [], "total_cents": n}
-    return Envelope.new("order.placed", data, key=f"o{n}")
+    return factories.order(f"o{n}", f"c{n % 4}", key=f"o{n}", total_cents=n, version=1)
 
 
 @pytest.fixture

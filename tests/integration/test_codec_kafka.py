@@ -6,8 +6,8 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+import factories
 import pytest
 from confluent_kafka import Consumer, Message, Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -22,15 +22,17 @@ CATALOG = SchemaCatalog.load(SCHEMAS)
 
 
 def order(i: int, version: int) -> Envelope:
-    data: dict[str, Any] = {
-        "order_id": f"o-{i}",
-        "customer_id": f"c-{i % 3}",
-        "items": [{"sku": "tea", "quantity": i + 1, "unit_price_cents": 450}],
-        "total_cents": 450 * (i + 1),
-    }
-    if version == 2:
-        data["currency"] = "CHF"
-    return Envelope.new("order.placed", data, version=version, key=f"o-{i}", source="shop")
+    tea = {"sku": "tea", "quantity": i + 1, "unit_price_cents": 450}
+    return factories.order(
+        i,
+        f"c-{i % 3}",
+        key=f"o-{i}",
+        items=[tea],
+        total_cents=450 * (i + 1),
+        version=version,
+        currency="CHF",
+        source="shop",
+    )
 
 
 def produce(bootstrap: str, topic: str, codec: Codec, envelopes: list[Envelope]) -> None:

@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import factories
 from confluent_kafka import Message
 from runtime_thread import RuntimeThread
 
@@ -43,14 +44,7 @@ FAST_REBALANCE = ["-Xconsumer.session.timeout.ms=6000", "-Xconsumer.heartbeat.in
 
 
 def orders(total: int = TOTAL) -> list[Envelope]:
-    out = []
-    for n in range(total):
-        customer = f"c-{n % CUSTOMERS:04d}"
-        data = {"order_id": f"o-{n}", "customer_id": customer, "items": [], "total_cents": n}
-        out.append(
-            Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=customer)
-        )
-    return out
+    return factories.orders(range(total), customers=CUSTOMERS, customer="c-{:04d}")
 
 
 def order_numbers(records: Sequence[Message]) -> dict[str, list[int]]:

@@ -9,14 +9,15 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
+import factories
 import pytest
 
 from streams.codec import AvroCodec
 from streams.dlq import read_dlq
-from streams.envelope import Envelope
 from streams.schemas import default_catalog
 from streams.testing import TopicFactory, TopicReader, produce_envelopes
 from streams.testing.topics import unique_topic_name
@@ -47,9 +48,7 @@ def build(app_id="killer", input="orders"):
 RESTART_IN_PLACE = "--static-membership"
 
 
-def order(name: str) -> Envelope:
-    data = {"order_id": name, "customer_id": "c", "items": [], "total_cents": 1}
-    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key="c")
+order = partial(factories.order, total_cents=1)
 
 
 def die_three_times(cmd: list[str], *, timeout: float) -> None:

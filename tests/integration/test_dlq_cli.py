@@ -15,9 +15,11 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import factories
 import pytest
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from confluent_kafka.admin._config import ConfigResource
@@ -43,17 +45,8 @@ class OutOfStockError(Exception):
     """The test processor's permanent failure (non-retryable)."""
 
 
-def order(order_id: str, customer: str) -> Envelope:
-    return Envelope.new(
-        "order.placed",
-        {
-            "order_id": order_id,
-            "customer_id": customer,
-            "items": [{"sku": "sku-1", "quantity": 1, "unit_price_cents": 250}],
-            "total_cents": 250,
-        },
-        key=customer,
-    )
+SKU_1 = {"sku": "sku-1", "quantity": 1, "unit_price_cents": 250}
+order = partial(factories.order, version=1, items=[SKU_1], total_cents=250)
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes, list[Any]]]) -> None:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
+import factories
 import pytest
 from confluent_kafka import Message, Producer
 from runtime_thread import RuntimeThread
@@ -31,15 +33,7 @@ CODEC = AvroCodec(default_catalog())
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
 
-def payment(pid: str, order: str, amount: int = 100) -> Envelope:
-    data = {
-        "payment_id": pid,
-        "order_id": order,
-        "amount_cents": amount,
-        "currency": "EUR",
-        "method": "CARD",
-    }
-    return Envelope.new("payment.captured", data, key=order, source="test")
+payment = partial(factories.payment, source="test")
 
 
 class Running(RuntimeThread):

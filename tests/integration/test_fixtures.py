@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import factories
 import pytest
 from confluent_kafka.admin import AdminClient
 
@@ -20,8 +21,7 @@ from streams.testing import (
 
 
 def order(n: int) -> Envelope:
-    data = {"order_id": f"o{n}", "customer_id": f"c{n % 3}", "items": [], "total_cents": n}
-    return Envelope.new("order.placed", data, key=f"o{n}")
+    return factories.order(f"o{n}", f"c{n % 3}", key=f"o{n}", total_cents=n, version=1)
 
 
 def test_wait_for_records_returns_what_was_written_in_offset_order(

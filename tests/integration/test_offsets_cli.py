@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer
-from confluent_kafka.admin import AdminClient
-from test_replay_seed import Seeded, seed
+from test_replay_seed import Seeded
 
 from streams.cluster import Cluster
 
@@ -26,13 +25,6 @@ def streams(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
-
-
-@pytest.fixture
-def seeded(
-    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: Callable[..., str]
-) -> Seeded:
-    return seed(kafka_bootstrap, kafka_admin, make_topic(partitions=4))
 
 
 @pytest.fixture

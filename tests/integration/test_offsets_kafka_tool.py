@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
-from confluent_kafka.admin import AdminClient
-from test_replay_seed import MIN, Seeded, seed
+from test_replay_seed import MIN, Seeded
 
 from streams.broker import ensure_libs
 from streams.broker.tools import find_java
@@ -100,13 +98,6 @@ def as_plan(lines: Sequence[str]) -> dict[tuple[str, int], int]:
         assert match is not None
         plan[(match.group(1), int(match.group(2)))] = int(match.group(3))
     return plan
-
-
-@pytest.fixture
-def seeded(
-    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: Callable[..., str]
-) -> Seeded:
-    return seed(kafka_bootstrap, kafka_admin, make_topic(partitions=4))
 
 
 def kafka_time(ms: int) -> str:

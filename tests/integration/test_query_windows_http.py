@@ -5,9 +5,9 @@ each customer's windows, bounded by window start."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import factories
 from test_projections import streams
 
 from streams.cluster import Cluster
@@ -22,10 +22,8 @@ MINUTE = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)  # every order in one minute: n
 
 
 def order(customer: str, n: int, cents: int) -> Envelope:
-    data = {"order_id": f"o-{customer}-{n}", "customer_id": customer, "items": []}
-    data |= {"total_cents": cents, "currency": "EUR"}
-    env = Envelope.new("order.placed", data, version=2, key=customer)
-    return replace(env, time=MINUTE + timedelta(seconds=n))
+    when = MINUTE + timedelta(seconds=n)
+    return factories.order(f"o-{customer}-{n}", customer, total_cents=cents, time=when)
 
 
 def test_streams_query_shows_a_customers_open_windows(

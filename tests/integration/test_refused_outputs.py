@@ -16,6 +16,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
+import factories
 import pytest
 from confluent_kafka import Message, Producer
 from confluent_kafka.admin import AdminClient
@@ -56,9 +57,7 @@ class Padding:
 
 
 def order(n: int) -> Envelope:
-    customer = f"c-{n % CUSTOMERS}"
-    data = {"order_id": f"o-{n}", "customer_id": customer, "items": [], "total_cents": n}
-    return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key=customer)
+    return factories.order(n, f"c-{n % CUSTOMERS}")
 
 
 def as_count(update: Update) -> Envelope:

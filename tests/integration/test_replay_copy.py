@@ -9,8 +9,7 @@ from collections.abc import Callable
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
-from test_replay_seed import MIN, Seeded, seed
+from test_replay_seed import MIN, Seeded
 
 from streams.cluster import Cluster, TopicNotFoundError
 from streams.replay import CopyError, ReplayError, plan_replay
@@ -39,13 +38,6 @@ def read_all(bootstrap: str, topic: str) -> list[Record]:
                 want.pop(msg.partition(), None)
     consumer.close()
     return sorted(out, key=lambda r: (r[0], r[3].get(REPLAY_HEADER) or b""))
-
-
-@pytest.fixture
-def seeded(
-    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: Callable[..., str]
-) -> Seeded:
-    return seed(kafka_bootstrap, kafka_admin, make_topic(partitions=4))
 
 
 def test_replay_copies_exactly_the_range_keeping_partitions_keys_and_headers(

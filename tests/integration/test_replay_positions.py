@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
-from confluent_kafka.admin import AdminClient
-from test_replay_seed import MIN, Seeded, seed
+from test_replay_seed import MIN, Seeded
 
 from streams.cluster import Cluster, TopicNotFoundError
 from streams.replay import PositionError, RangeError, plan_replay
@@ -18,13 +15,6 @@ from streams.replay.positions import (
 )
 
 PARTS = range(4)
-
-
-@pytest.fixture
-def seeded(
-    kafka_bootstrap: str, kafka_admin: AdminClient, make_topic: Callable[..., str]
-) -> Seeded:
-    return seed(kafka_bootstrap, kafka_admin, make_topic(partitions=4))
 
 
 def starts(cluster: Cluster, seeded: Seeded, text: str, **kw: object) -> dict[int, int]:

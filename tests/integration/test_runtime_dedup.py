@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import factories
 from confluent_kafka import KafkaException, Message
 from confluent_kafka.admin import AdminClient
 
@@ -36,8 +37,7 @@ FAST_REBALANCE = ["-Xconsumer.session.timeout.ms=6000", "-Xconsumer.heartbeat.in
 
 
 def order(n: int) -> Envelope:
-    data = {"order_id": f"o-{n}", "customer_id": f"c-{n}", "items": [], "total_cents": n}
-    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=f"c-{n}")
+    return factories.order(n, f"c-{n}")
 
 
 def members(admin: AdminClient, group: str) -> int:

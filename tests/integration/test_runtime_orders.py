@@ -10,6 +10,7 @@ from typing import Any, cast
 import pytest
 from confluent_kafka import Consumer, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
+from factories import order
 from runtime_thread import RuntimeThread
 from structlog.testing import capture_logs
 
@@ -102,11 +103,6 @@ def poison_topology(app_id: str, source: str) -> Topology:
         owned("out"), type="order.placed", version=2
     )
     return b.build()
-
-
-def order(order_id: str) -> Envelope:
-    data = {"order_id": order_id, "customer_id": "c", "items": [], "total_cents": 0}
-    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key="c")
 
 
 def test_a_failing_record_stops_the_runtime_and_is_never_committed(

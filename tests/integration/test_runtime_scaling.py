@@ -23,6 +23,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import Message
+from factories import order
 
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
@@ -43,19 +44,8 @@ GROUP_SETTINGS = {
 
 
 def orders(seqs: range) -> list[Envelope]:
-    out = []
-    for seq in seqs:
-        for k in range(KEYS):
-            key = f"key-{k:03d}"
-            data = {
-                "order_id": f"{key}:{seq}",
-                "customer_id": key,
-                "items": [],
-                "total_cents": seq,
-                "currency": "EUR",
-            }
-            out.append(Envelope.new("order.placed", data, version=2, key=key))
-    return out
+    keys = [f"key-{k:03d}" for k in range(KEYS)]
+    return [order(f"{key}:{seq}", key, total_cents=seq) for seq in seqs for key in keys]
 
 
 def decode(codec: AvroCodec, msg: Message) -> Envelope:

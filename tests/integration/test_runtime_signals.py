@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
+from factories import order
 
 from streams.codec import AvroCodec
-from streams.envelope import Envelope
 from streams.schemas import default_catalog
 from streams.testing import TopicFactory, produce_envelopes, wait_until
 from streams.testing.topics import unique_topic_name
@@ -38,11 +38,6 @@ def build(app_id="slow", input="in"):
         owned("out"), type="order.placed", version=2)
     return b.build()
 """
-
-
-def order(i: int) -> Envelope:
-    data = {"order_id": f"o-{i}", "customer_id": "c", "items": [], "total_cents": i}
-    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key="c")
 
 
 def committed(bootstrap: str, group: str, topic: str) -> int:

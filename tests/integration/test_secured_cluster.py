@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from factories import order
 
 from streams.broker.local import LocalBroker, free_port
 from streams.cluster import admin_client, create_topic
 from streams.codec import AvroCodec
-from streams.envelope import Envelope
 from streams.schemas import default_catalog
 from streams.testing import TopicReader, produce_envelopes, wait_until
 from streams.testing.topics import unique_topic_name
@@ -102,11 +102,6 @@ def streams(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         env={**os.environ, **(env or {}), "STREAMS_LOG_JSON": "1"},
         check=False,
     )
-
-
-def order(n: int) -> Envelope:
-    data = {"order_id": f"o-{n}", "customer_id": "c", "items": [], "total_cents": n}
-    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key="c")
 
 
 class Listener(NamedTuple):

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import structlog
 from confluent_kafka.admin import AdminClient
+from factories import order
 from runtime_thread import RuntimeThread
 
 from streams.cluster import Topics
@@ -29,11 +30,6 @@ from streams.topology import Topology, TopologyBuilder, owned
 
 CODEC = AvroCodec(default_catalog())
 T, V = "order.placed", 2
-
-
-def order(n: int, key: str) -> Envelope:
-    data = {"order_id": f"o-{n}", "customer_id": key, "items": [], "total_cents": n}
-    return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key=key)
 
 
 @pytest.fixture

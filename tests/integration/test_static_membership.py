@@ -14,6 +14,7 @@ import re
 import time
 from pathlib import Path
 
+import factories
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
@@ -31,21 +32,7 @@ SESSION_S = 30
 
 
 def orders(first: int, count: int) -> list[Envelope]:
-    return [
-        Envelope.new(
-            "order.placed",
-            {
-                "order_id": f"o-{n}",
-                "customer_id": f"c-{n % 40}",
-                "items": [],
-                "total_cents": n,
-                "currency": "EUR",
-            },
-            version=2,
-            key=f"c-{n % 40}",
-        )
-        for n in range(first, first + count)
-    ]
+    return factories.orders(range(first, first + count), customers=40)
 
 
 def members(admin: AdminClient, group: str) -> dict[str, tuple[int, ...]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from factories import order
 from runtime_thread import RuntimeThread
 
 from streams.cluster import Topics, create_topic
@@ -40,11 +41,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ROOT / "topology" / "profiles.py"
 PARTITIONS = 3
 CUSTOMERS = [f"c-{n}" for n in range(12)]
-
-
-def order(n: int, customer: str) -> Envelope:
-    data = {"order_id": f"o-{n}", "customer_id": customer, "items": [], "total_cents": n}
-    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=customer)
 
 
 def profile(customer: str, tier: str) -> Envelope:

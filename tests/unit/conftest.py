@@ -14,4 +14,5 @@ in ``repository/``.
 Every folder here is a package (an ``__init__.py``), so two folders may hold test modules
 of the same name (``codec/test_speedups.py``, ``test_speedups.py``) and a module imports
 another's helpers by its full name (``from tests.unit.failures.test_model import ...``).
+The shared factories are ``tests/factories.py`` (``from factories import order``).
 """

@@ -11,8 +11,10 @@ import io
 import json
 import logging
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
+import factories
 import pytest
 import structlog
 from confluent_kafka import Producer
@@ -37,9 +39,7 @@ RECORD_FIELDS = (
 )
 
 
-def order(n: int, key: str = "k1") -> Envelope:
-    data = {"order_id": f"o-{n}", "customer_id": key, "items": [], "total_cents": n}
-    return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key=key)
+order = partial(factories.order, customer="k1")
 
 
 def logging_step(env: Envelope) -> Envelope:

@@ -4,8 +4,9 @@ and an order overtaken across input partitions after the rekey is late, set asid
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+
+import factories
 
 from streams.envelope import Envelope
 from streams.examples import example_path
@@ -16,10 +17,9 @@ NOON = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def order(number: int, second: int, cents: int, customer: str = "c-1") -> Envelope:
-    data = {"order_id": f"o-{number}", "customer_id": customer, "items": []}
-    data |= {"total_cents": cents, "currency": "EUR"}
-    env = Envelope.new("order.placed", data, version=2, key=f"o-{number}")  # keyed by order
-    return replace(env, time=NOON + timedelta(seconds=second))
+    """Keyed by the order (the topology rekeys by customer)."""
+    when = NOON + timedelta(seconds=second)
+    return factories.order(number, customer, key=f"o-{number}", total_cents=cents, time=when)
 
 
 def largest_driver() -> TestDriver:

@@ -6,8 +6,10 @@ link to their original; and without an SDK the chain has no tracing step."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
+import factories
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,15 +44,7 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
     provider.shutdown()
 
 
-def payment(pid: str, amount: int = 100) -> Envelope:
-    data = {
-        "payment_id": pid,
-        "order_id": "o-1",
-        "amount_cents": amount,
-        "currency": "EUR",
-        "method": "CARD",
-    }
-    return Envelope.new("payment.captured", data, key="o-1", source="test")
+payment = partial(factories.payment, source="test")
 
 
 class FailsOnce:
@@ -143,7 +137,7 @@ def test_a_dead_letter_keeps_its_headers_and_its_replay_continues_the_trace(
 ) -> None:
     step = FailsOnce()
     with TestDriver(topology(step)) as d:
-        producer = produced(d, payment("p-2", amount=-1))  # fails for good on its retry
+        producer = produced(d, payment("p-2", amount_cents=-1))  # fails for good on its retry
         (retry,) = d.retried
         d.advance_time(1_000)
         (dead,) = d.dead_letters

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import factories
 import pytest
 from confluent_kafka import TopicPartition
 from structlog.testing import capture_logs
@@ -45,8 +46,7 @@ CODEC = AvroCodec(default_catalog())
 
 
 def order(n: int, key: str = "k1", total: int = 100) -> Envelope:
-    data = {"order_id": f"o-{n}", "customer_id": key, "items": [], "total_cents": total}
-    return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key=key)
+    return factories.order(n, key, total_cents=total)
 
 
 class Gates:

@@ -8,6 +8,9 @@ failure (straight to the DLQ, never retried) wherever a step reads it.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
+
+import factories
 
 from streams.codec import AvroCodec
 from streams.codec.envelope_wire import envelope_value, type_version_bytes
@@ -19,9 +22,7 @@ from streams.topology import TopologyBuilder, owned
 CODEC = AvroCodec(default_catalog())
 
 
-def order(n: int) -> Envelope:
-    data = {"order_id": f"o-{n}", "customer_id": "c-1", "items": [], "total_cents": n}
-    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key="c-1")
+order = partial(factories.order, customer="c-1")
 
 
 def test_an_envelope_passed_on_unchanged_is_written_as_it_came_in() -> None:

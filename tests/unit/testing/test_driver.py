@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import factories
 import pytest
 
 from streams.codec import EncodeError
@@ -29,8 +30,7 @@ T, V = "order.placed", 2
 
 
 def order(n: int, key: str = "k1", total: int = 100) -> Envelope:
-    data = {"order_id": f"o-{n}", "customer_id": key, "items": [], "total_cents": total}
-    return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key=key)
+    return factories.order(n, key, total_cents=total)
 
 
 def with_total(env: Envelope, total: int) -> Envelope:

@@ -4,7 +4,9 @@ order per key through retries, and due times on the driver's clock."""
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 
+import factories
 import pytest
 
 from streams.envelope import Envelope
@@ -14,16 +16,7 @@ from streams.failures.headers import KIP_1034_HEADERS
 from streams.testing import TestDriver
 from streams.topology import TopologyBuilder, owned
 
-
-def payment(pid: str, order: str, amount: int = 100) -> Envelope:
-    data = {
-        "payment_id": pid,
-        "order_id": order,
-        "amount_cents": amount,
-        "currency": "EUR",
-        "method": "CARD",
-    }
-    return Envelope.new("payment.captured", data, key=order, source="test")
+payment = partial(factories.payment, source="test")
 
 
 class Flaky:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import factories
 import pytest
 
 from streams.envelope import Envelope
@@ -39,8 +40,7 @@ class Padding:
 
 
 def order(n: int) -> Envelope:
-    data = {"order_id": f"o-{n}", "customer_id": "c-1", "items": [], "total_cents": n}
-    return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key=f"o-{n}")
+    return factories.order(n, "c-1", key=f"o-{n}")
 
 
 GUARANTEES = ["at_least_once", "exactly_once"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import factories
 import pytest
 
 from streams.envelope import Envelope
@@ -23,8 +24,7 @@ HOUR = 3600.0
 
 
 def order(n: int, key: str = "k1") -> Envelope:
-    data = {"order_id": f"o-{n}", "customer_id": key, "items": [], "total_cents": n}
-    return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key=key)
+    return factories.order(n, key)
 
 
 def dedup_topology(**kwargs: object) -> Topology:

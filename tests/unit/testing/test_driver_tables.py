@@ -7,6 +7,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import factories
 import pytest
 
 from streams.envelope import Envelope
@@ -28,8 +29,7 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def order(n: int, customer: str) -> Envelope:
-    data = {"order_id": f"o{n}", "customer_id": customer, "items": [], "total_cents": n}
-    return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key=customer)
+    return factories.order(f"o{n}", customer, total_cents=n)
 
 
 def profile(customer: str, tier: str, limit: int = 100) -> Envelope:
@@ -308,10 +308,7 @@ def test_a_table_join_changes_with_either_table_and_forgets_deleted_keys() -> No
 
 
 def payment(n: int, order_id: str, cents: int) -> Envelope:
-    data = {"payment_id": f"p{n}", "order_id": order_id, "amount_cents": cents}
-    return Envelope.new(
-        "payment.captured", {**data, "currency": "EUR", "method": "CARD"}, key=order_id
-    )
+    return factories.payment(f"p{n}", order_id, cents)
 
 
 def test_revenue_joins_each_payment_with_its_order_within_an_hour_whichever_comes_first() -> None:

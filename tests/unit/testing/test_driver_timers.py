@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import factories
 import pytest
 from structlog.testing import capture_logs
 
@@ -23,9 +24,8 @@ BASE_MS = int(BASE.timestamp() * 1000)
 
 
 def order(key: str, second: float) -> Envelope:
-    data = {"order_id": f"o-{key}-{second}", "customer_id": key, "items": []}
-    env = Envelope.new(T, {**data, "total_cents": 1, "currency": "EUR"}, version=V, key=key)
-    return replace(env, time=BASE + timedelta(seconds=second))
+    when = BASE + timedelta(seconds=second)
+    return factories.order(f"o-{key}-{second}", key, total_cents=1, time=when)
 
 
 def summary(key: str, text: str) -> Envelope:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import factories
 import pytest
 
 from streams.envelope import Envelope
@@ -39,9 +40,8 @@ BASE_MS = int(BASE.timestamp() * 1000)
 
 
 def order(key: str | None, second: float, cents: int = 100) -> Envelope:
-    data = {"order_id": f"o-{key}-{second}", "customer_id": key or "", "items": []}
-    env = Envelope.new(T, {**data, "total_cents": cents, "currency": "EUR"}, version=V, key=key)
-    return replace(env, time=BASE + timedelta(seconds=second))
+    when = BASE + timedelta(seconds=second)
+    return factories.order(f"o-{key}-{second}", key or "", key=key, total_cents=cents, time=when)
 
 
 def echo(update: Update) -> Envelope:

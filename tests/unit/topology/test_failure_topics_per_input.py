@@ -3,6 +3,7 @@ retried. Every input keeps its DLQ, and a failure where no tier exists reaches i
 
 from __future__ import annotations
 
+import factories
 import pytest
 
 from streams.envelope import Envelope
@@ -34,8 +35,7 @@ def windowed_count() -> Topology:
 
 
 def payment(n: int) -> Envelope:
-    data = {"payment_id": f"p-{n}", "order_id": f"o-{n}", "amount_cents": 100}
-    return Envelope.new(T, {**data, "currency": "EUR", "method": "CARD"}, key=f"o-{n}")
+    return factories.payment(f"p-{n}", f"o-{n}")
 
 
 def test_a_count_over_a_repartition_topic_gets_a_dlq_and_no_retry_tier() -> None:

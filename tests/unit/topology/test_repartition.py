@@ -3,6 +3,7 @@ new key's records meet its state on one partition, in order from the rekey on.""
 
 from __future__ import annotations
 
+import factories
 import pytest
 
 from streams.envelope import Envelope
@@ -11,8 +12,7 @@ from streams.topology import Topology, TopologyBuilder, TopologyValidationError,
 
 
 def order(n: int, customer: str, key: str) -> Envelope:
-    data = {"order_id": f"o-{n}", "customer_id": customer, "items": [], "total_cents": n}
-    return Envelope.new("order.placed", {**data, "currency": "EUR"}, version=2, key=key)
+    return factories.order(n, customer, key=key)
 
 
 def first_order_per_customer(**builder: bool) -> Topology:

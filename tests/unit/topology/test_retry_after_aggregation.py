@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import factories
 import pytest
 
 from streams.envelope import Envelope
@@ -37,8 +38,7 @@ REFUSAL = (
 
 
 def payment(n: int, card: str = "c-1") -> Envelope:
-    data = {"payment_id": f"p-{n}", "order_id": card, "amount_cents": 100}
-    return Envelope.new(T, {**data, "currency": "EUR", "method": "CARD"}, key=f"o-{n}")
+    return factories.payment(f"p-{n}", card, key=f"o-{n}")
 
 
 def card(card_id: str) -> Envelope:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from factories import order
 
 from streams.envelope import Envelope
 from streams.schemas import default_catalog
@@ -31,11 +32,6 @@ class Clock:
 
     def spend(self, seconds: float) -> None:
         self.now += seconds
-
-
-def order(n: int) -> Envelope:
-    data = {"order_id": f"o-{n}", "customer_id": "c", "items": [], "total_cents": n}
-    return Envelope.new(T, {**data, "currency": "EUR"}, version=V, key="c")
 
 
 def build(clock: Clock, timer: StepTimer | None) -> tuple[Plan, list[Envelope]]:
