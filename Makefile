@@ -32,18 +32,21 @@ demo: $(STAMP) ## run the tour on the local broker (started if needed)
 
 # The cluster tests run after the rest, in one process: they kill nodes of a three-node
 # cluster and need the CPU its JVMs take, which xdist workers would each start again.
-test: $(STAMP) ## run every test: unit, integration (real broker), container (TEST_WORKERS=2), cluster, unit as plain Python
+test: $(STAMP) ## run every test: unit, integration (real broker), container (TEST_WORKERS=2), cluster, the compiled modules' unit tests as plain Python
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal --ignore=tests/cluster $(PYTEST_ARGS)
 	$(BIN)/pytest tests/cluster $(PYTEST_ARGS)
 	$(PURE_UNIT) $(PYTEST_ARGS)
 
-# The unit tests again on the plain modules, what runs where no C compiler built the
-# compiled ones (streams/speedups.py); less the comparisons of the compiled with the plain.
-PURE_UNIT = STREAMS_PURE_PYTHON=1 $(BIN)/pytest -n $(TEST_WORKERS) tests/unit \
-	--ignore=tests/unit/test_codec_speedups.py \
-	--deselect tests/unit/test_codec_compiled.py::test_the_compiled_machine_does_what_the_plain_one_does
+# The plain-Python pass: the unit tests of the packages that have compiled modules
+# (streams/speedups.py), run on their plain sources, as where no C compiler built them; less
+# the comparisons of the compiled with the plain. streams/codec/avro.py -> tests/unit/codec,
+# a top-level module such as streams/envelope.py -> tests/unit/test_envelope.py.
+PURE_TESTS := $(sort $(foreach src,$(COMPILED_SOURCES),$(if $(filter %.py,$(word 2,$(subst /, ,$(src)))),tests/unit/test_$(word 2,$(subst /, ,$(src))),tests/unit/$(word 2,$(subst /, ,$(src))))))
+PURE_UNIT = STREAMS_PURE_PYTHON=1 $(BIN)/pytest -n $(TEST_WORKERS) $(PURE_TESTS) \
+	--ignore=tests/unit/codec/test_speedups.py \
+	--deselect tests/unit/codec/test_compiled.py::test_the_compiled_machine_does_what_the_plain_one_does
 
-test-pure: $(STAMP) ## unit tests on the plain Python modules (as without a C compiler)
+test-pure: $(STAMP) ## the compiled modules' unit tests on their plain Python sources (as without a C compiler)
 	$(PURE_UNIT) $(PYTEST_ARGS)
 
 test-unit: $(STAMP) ## unit tests only (no broker)

@@ -1,8 +1,8 @@
 """The layer table: which top-level parts of ``streams`` may import which.
 
 ``LAYERS`` lists the parts lowest first; a module may import from its own layer and the
-ones below, never from one above (``tests/unit/test_layers.py`` checks every import, and
-``tests/unit/test_architecture_doc.py`` that docs/architecture.md shows this table). A
+ones below, never from one above (``tests/unit/repository/test_layers.py`` checks every import, and
+``tests/unit/repository/test_architecture_doc.py`` that docs/architecture.md shows this table). A
 part is a top-level module or package of ``streams``, or ``package.module`` for a
 package in ``PER_MODULE``, whose modules serve several layers. ``TEST_KIT`` is the one
 part that product code on its own layer or below never imports: only the layers above it
