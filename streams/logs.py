@@ -36,7 +36,7 @@ import structlog
 
 _TRUE = {"1", "true", "yes", "on"}
 
-# The runtime's ``streams.topology.context.Current`` (typed loosely: this module is below
+# The runtime's ``streams.topology.execution.context.Current`` (typed loosely: this module is below
 # the topology layer); its ``record`` is the record in hand, or None.
 _IN_HAND: ContextVar[Any] = ContextVar("streams_record_in_hand", default=None)
 

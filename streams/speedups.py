@@ -49,7 +49,10 @@ COMPILED = (
     "streams.pipeline.decode",
     "streams.pipeline.produce",
     "streams.pipeline.commit",
-    "streams.topology.plan",
+    "streams.topology.execution.plan",
+    "streams.topology.execution.stateless",
+    "streams.topology.execution.dedup",
+    "streams.topology.execution.process",
     # the stores a step reads and writes, and their changelog
     "streams.state.routed",
     "streams.state.dedup",

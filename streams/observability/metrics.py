@@ -47,8 +47,8 @@ from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Forward, Step
 from streams.state import StateManager
+from streams.topology.execution.step_timer import StepTimer
 from streams.topology.policy import ProcessingFailure
-from streams.topology.step_timer import StepTimer
 
 SAMPLE_EVERY = 32
 """One record in this many is timed (a timer per record would cost more than the rest)."""

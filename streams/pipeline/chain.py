@@ -50,10 +50,10 @@ from streams.pipeline.time_order import TimeOrder
 from streams.pipeline.timers import Timers
 from streams.pipeline.traced import TracedAttempt
 from streams.state import StateManager
-from streams.topology.async_steps import Awaiter, LoopThread
+from streams.topology.execution.async_steps import Awaiter, LoopThread
+from streams.topology.execution.step_timer import StepTimer
 from streams.topology.failure_topics import failure_topics
-from streams.topology.joins import stream_table_sides
-from streams.topology.step_timer import StepTimer
+from streams.topology.tables import stream_table_sides
 from streams.topology.topology import Topology
 
 Intake = Callable[[Step], Step]

@@ -57,7 +57,7 @@ from streams.pipeline.offsets import AHEAD_SPAN, Partitions
 from streams.pipeline.pauses import ConsumerControl, HeldBound
 from streams.pipeline.record import Record
 from streams.pipeline.step import Forward, Step
-from streams.topology.async_steps import Call, LoopThread, StepLimit
+from streams.topology.execution.async_steps import Call, LoopThread, StepLimit
 
 T = TypeVar("T")
 _log = get_logger("streams.concurrency")
@@ -441,9 +441,10 @@ class Concurrently(Forward):
 
 
 class Suspend:
-    """The awaiter of ``Concurrently``'s records (``streams.topology.async_steps.Awaiter``):
-    a record's coroutine runs on the loop thread while its greenlet is suspended. Outside
-    a record (a processor's ``init``, a timer) it waits, as ``Blocking`` does."""
+    """The awaiter of ``Concurrently``'s records
+    (``streams.topology.execution.async_steps.Awaiter``): a record's coroutine runs on the
+    loop thread while its greenlet is suspended. Outside a record (a processor's ``init``,
+    a timer) it waits, as ``Blocking`` does."""
 
     def __init__(self, step: Concurrently, loop: LoopThread) -> None:
         self._step = step

@@ -40,11 +40,11 @@ from streams.pipeline.record import Output, Record
 from streams.state import StateManager
 from streams.state.errors import StoreClosedError
 from streams.state.transaction import PartitionTransaction
-from streams.topology.async_steps import Awaiter
-from streams.topology.plan import Plan
+from streams.topology.execution.async_steps import Awaiter
+from streams.topology.execution.plan import Plan
+from streams.topology.execution.schedule import NoRecord, Timer
+from streams.topology.execution.step_timer import StepTimer
 from streams.topology.policy import StepFailed, dead_letter
-from streams.topology.schedule import NoRecord, Timer
-from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
 
 

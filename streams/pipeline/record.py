@@ -35,7 +35,7 @@ from streams.failures.headers import (
     Headers,
     strip_failure_headers,
 )
-from streams.topology.context import RecordMeta
+from streams.topology.execution.context import RecordMeta
 
 if TYPE_CHECKING:
     from streams.envelope import Envelope
@@ -95,7 +95,9 @@ class Record:
         self.envelope: Envelope | None = None
         self.outputs: list[Output] | tuple[Output, ...] = _NO_OUTPUTS
         self.delivery_count: int | None = None  # a share group's count (``shared``)
-        self.caused = 0  # events made for it so far (``streams.topology.context.caused_id``)
+        self.caused = (
+            0  # events made for it so far (``streams.topology.execution.context.caused_id``)
+        )
         self.redeliver = False  # a share group delivers it again (``pipeline.share``)
 
     @classmethod

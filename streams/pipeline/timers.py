@@ -1,4 +1,4 @@
-"""The ``Timers`` step: runs what processors scheduled (``streams.topology.schedule``).
+"""The ``Timers`` step: runs what processors scheduled (``streams.topology.execution.schedule``).
 
 It sits between ``Produce`` and ``Commit``, so a timer's outputs and store writes join the
 records' before the commit that ``Commit.poll`` makes right after it:
@@ -24,7 +24,7 @@ from streams.pipeline.produce import OutputSink
 from streams.pipeline.record import Record
 from streams.pipeline.stats import Stats
 from streams.pipeline.step import Forward, Step
-from streams.topology.schedule import Timer
+from streams.topology.execution.schedule import Timer
 
 
 class Timers(Forward):

@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from streams.observability.otel import Tracing
     from streams.pipeline.produce import Refusal
     from streams.state import StateManager
-    from streams.topology.async_steps import Awaiter
-    from streams.topology.step_timer import StepTimer
+    from streams.topology.execution.async_steps import Awaiter
+    from streams.topology.execution.step_timer import StepTimer
     from streams.topology.topology import Topology
 
 

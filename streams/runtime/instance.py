@@ -16,7 +16,7 @@ from streams.runtime.signals import graceful_shutdown
 from streams.runtime.status import StatusReporter
 from streams.state import StateManager
 from streams.topology import Topology
-from streams.topology.plan import Plan
+from streams.topology.execution.plan import Plan
 
 
 class Instance(Protocol):

@@ -36,9 +36,10 @@ from streams.envelope import epoch_ms
 from streams.errors import StreamsError
 from streams.state import StateManager
 from streams.timespec import TimeSpecError, format_instant_ms, parse_instant
-from streams.topology.aggregate import AggregateSpec, read_windows, table_spec
 from streams.topology.errors import TopologyError
+from streams.topology.execution.reads import read_windows
 from streams.topology.partitioning import partition_for
+from streams.topology.specs import AggregateSpec, table_spec
 from streams.topology.topology import Topology
 from streams.topology.values import value_codec
 from streams.topology.windows import Window

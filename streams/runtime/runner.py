@@ -73,8 +73,8 @@ from streams.runtime.stall import StallWatch
 from streams.runtime.topics import prepare_topics
 from streams.state import StateManager
 from streams.topology import Topology
+from streams.topology.execution.plan import Plan
 from streams.topology.failure_topics import failure_topics
-from streams.topology.plan import Plan
 
 
 class Runtime:

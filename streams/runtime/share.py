@@ -47,8 +47,8 @@ from streams.runtime.query import UnknownTableError
 from streams.runtime.topics import prepare_topics
 from streams.schemas import default_catalog
 from streams.topology import Topology
+from streams.topology.execution.plan import Plan
 from streams.topology.failure_topics import failure_topics
-from streams.topology.plan import Plan
 
 
 class ShareClients(Protocol):

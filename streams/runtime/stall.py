@@ -34,7 +34,7 @@ from streams.coordinates import TP
 from streams.logs import Logger
 from streams.pipeline.offsets import Partitions
 from streams.pipeline.step import Forward, Step
-from streams.topology.context import Current
+from streams.topology.execution.context import Current
 
 
 class PartitionProgress(NamedTuple):

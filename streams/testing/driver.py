@@ -38,12 +38,13 @@ from streams.runtime.state import IN_MEMORY
 from streams.state.transaction import PartitionTransaction
 from streams.testing.memory import MemoryCluster, StoredRecord
 from streams.testing.memory.admin import MemoryClients
-from streams.topology.aggregate import read_table, table_spec
 from streams.topology.errors import TopologyError
+from streams.topology.execution.reads import read_table
 from streams.topology.failure_topics import failure_topics
 from streams.topology.partitioning import partition_for
 from streams.topology.policy import ProcessingError, ProcessingFailure
 from streams.topology.reply import REPLY_TO
+from streams.topology.specs import table_spec
 from streams.topology.tables import copartition_problems
 from streams.topology.topology import Topology
 

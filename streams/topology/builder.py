@@ -123,8 +123,8 @@ class TopologyBuilder:
                 f"source of {_label(topic)!r}: give type= and version=, or types={{type: version}}"
             )
         (first, first_version), *more = types.items()
-        node_name = self._unique(name or f"source-{_label(topic)}")
-        self._add(SourceNode(node_name, topic, first, first_version, also=tuple(more)))
+        node_name = self.unique_name(name or f"source-{_label(topic)}")
+        self.add_node(SourceNode(node_name, topic, first, first_version, also=tuple(more)))
         return Stream(self, Edge(node_name))
 
     def table(
@@ -152,7 +152,7 @@ class TopologyBuilder:
         type: str,
         version: int,
     ) -> None:
-        self._add(SourceNode(name, topic, type, version))
+        self.add_node(SourceNode(name, topic, type, version))
 
     def add_processor(
         self,
@@ -168,7 +168,7 @@ class TopologyBuilder:
         (``"node"`` or ``"node:output"``) and forwarding to its declared ``outputs``."""
         if not outputs:
             raise TopologyError(f"processor {name!r} must declare at least one output")
-        self._add(
+        self.add_node(
             StepNode(
                 name,
                 StepKind.PROCESS,
@@ -189,7 +189,7 @@ class TopologyBuilder:
         type: str,
         version: int,
     ) -> None:
-        self._add(SinkNode(name, topic, type, version, tuple(Edge.parse(p) for p in parents)))
+        self.add_node(SinkNode(name, topic, type, version, tuple(Edge.parse(p) for p in parents)))
 
     def store(self, name: str, *, backend: str = "rocksdb", source: TopicRef | None = None) -> None:
         """Declare a key-value store processors reach with ``ctx.store(name)``.
@@ -197,13 +197,41 @@ class TopologyBuilder:
         ``backend``: ``"rocksdb"`` (on disk) or ``"memory"``. ``source``: the source topic
         it is partitioned like (default: the topology's only source). Backed by the
         compacted changelog ``<app>-<name>-changelog``, which the runtime creates."""
-        self._add_store(StoreSpec(name, backend, source))
+        self.add_store(StoreSpec(name, backend, source))
 
-    def _add_store(self, spec: StoreSpec) -> None:
+    # -- for the DSL's other modules (``streams.topology.tables``): nodes and stores ------
+    def add_store(self, spec: StoreSpec) -> None:
+        """Declare the store ``spec`` describes (a step's own store names its ``owner``);
+        a second store of one name is a problem ``build()`` reports."""
         if spec.name in self._stores:
             self._problems.append(f"two stores are named {spec.name!r}")
             return
         self._stores[spec.name] = spec
+
+    def add_node(self, node: Node) -> None:
+        """Add ``node`` as it is (its parents may be added later); a second node of one
+        name is a problem ``build()`` reports."""
+        if node.name in self._nodes:
+            self._problems.append(f"two nodes are named {node.name!r}")
+            return
+        self._nodes[node.name] = node
+
+    def unique_name(self, base: str) -> str:
+        """``base``, or ``base-2``, ``base-3``... : the first no node has yet."""
+        if base not in self._nodes:
+            return base
+        n = 2
+        while f"{base}-{n}" in self._nodes:
+            n += 1
+        return f"{base}-{n}"
+
+    def node(self, name: str) -> Node | None:
+        """The node added as ``name`` (None: none yet)."""
+        return self._nodes.get(name)
+
+    def stream(self, edge: Edge) -> Stream:
+        """The fluent ``Stream`` of ``edge``: a node's output, to add steps after it."""
+        return Stream(self, edge)
 
     # -- build -------------------------------------------------------------------------------
     def build(self, catalog: CatalogLike | None = _DEFAULT_CATALOG) -> Topology:
@@ -274,26 +302,12 @@ class TopologyBuilder:
             for n, i in enumerate(at):  # a windowed join may have both sides rekeyed
                 label = node.name if n == 0 else f"{node.name}-{n + 1}"
                 topic = owned(f"{label}-repartition")
-                sink = self._unique(f"{label}-repartition-sink")
-                self._add(SinkNode(sink, topic, ANY_TYPE, 0, (parents[i],)))
-                source = self._unique(f"{label}-repartition-source")
-                self._add(SourceNode(source, topic, ANY_TYPE, 0))
+                sink = self.unique_name(f"{label}-repartition-sink")
+                self.add_node(SinkNode(sink, topic, ANY_TYPE, 0, (parents[i],)))
+                source = self.unique_name(f"{label}-repartition-source")
+                self.add_node(SourceNode(source, topic, ANY_TYPE, 0))
                 parents[i] = Edge(source)
             self._nodes[node.name] = replace(node, parents=tuple(parents))
-
-    def _add(self, node: Node) -> None:
-        if node.name in self._nodes:
-            self._problems.append(f"two nodes are named {node.name!r}")
-            return
-        self._nodes[node.name] = node
-
-    def _unique(self, base: str) -> str:
-        if base not in self._nodes:
-            return base
-        n = 2
-        while f"{base}-{n}" in self._nodes:
-            n += 1
-        return f"{base}-{n}"
 
     def _step(
         self,
@@ -308,8 +322,8 @@ class TopologyBuilder:
     ) -> str:
         if fn is not None and not callable(fn) and not callable(getattr(fn, "process", None)):
             raise TopologyError(f"{kind} step needs a function, got {fn!r}")
-        node_name = self._unique(name or _fn_name(fn) or str(kind))
-        self._add(
+        node_name = self.unique_name(name or _fn_name(fn) or str(kind))
+        self.add_node(
             StepNode(
                 node_name,
                 kind,
@@ -432,7 +446,7 @@ class Stream:
         present). It forwards with ``ctx.forward(env, to=...)``; a returned envelope (or
         iterable of them) goes to the only output. Returns a ``Stream``, or with
         ``outputs=[...]`` a ``dict`` of them by output name. An ``async`` process is
-        awaited, its ``ctx`` a ``CallContext`` (``streams.topology.async_steps``)."""
+        awaited, its ``ctx`` a ``CallContext`` (``streams.topology.execution.async_steps``)."""
         outs = tuple(outputs) if outputs else (DEFAULT_OUTPUT,)
         extra = {} if concurrency is None else {"concurrency": concurrency}
         node_name = self._builder._step(
@@ -472,9 +486,9 @@ class Stream:
         if duplicates_to == DEFAULT_OUTPUT:
             raise TopologyError(f"duplicates_to must not be {DEFAULT_OUTPUT!r}")
         b = self._builder
-        node_name = b._unique(name or "dedup")
+        node_name = b.unique_name(name or "dedup")
         outs = (DEFAULT_OUTPUT,) if duplicates_to is None else (DEFAULT_OUTPUT, duplicates_to)
-        b._add_store(StoreSpec(node_name, backend, owner=node_name))
+        b.add_store(StoreSpec(node_name, backend, owner=node_name))
         b._step(
             StepKind.DEDUP,
             self._edge,
@@ -532,7 +546,8 @@ class Stream:
         """``fn(left, right)`` for each pair of a record of this stream and one of ``other``
         with the same key, at most ``within`` seconds apart in event time, once, when the
         second arrives (an inner join); records up to ``grace`` seconds out of order still
-        pair. Both sides wait in the step's store (see ``streams.topology.window_join``)."""
+        pair. Both sides wait in the step's store (see
+        ``streams.topology.execution.window_join``)."""
         return self._join_within(other, fn, within, grace, name, backend, on_error, left=False)
 
     def left_join_within(
@@ -638,7 +653,7 @@ class Stream:
         """Write each envelope to ``topic`` (a name, or ``owned("x")`` for ``<app>-x``).
         Envelopes must be of ``type``@``version``: anything else fails the record."""
         b = self._builder
-        node_name = b._unique(name or f"sink-{_label(topic)}")
+        node_name = b.unique_name(name or f"sink-{_label(topic)}")
         b.add_sink(node_name, topic, [self._edge], type=type, version=version)
 
 

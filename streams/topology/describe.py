@@ -4,7 +4,7 @@ reads, writes and owns."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streams.topology.failure_topics import failure_topics
 from streams.topology.nodes import (
@@ -16,8 +16,10 @@ from streams.topology.nodes import (
     StepKind,
     StepNode,
 )
-from streams.topology.topology import Topology
 from streams.topology.windows import AnyWindows, Sessions, Windows
+
+if TYPE_CHECKING:
+    from streams.topology.topology import Topology
 
 CREATED_NOTE = (
     "created topics (owned, retry tiers, DLQs, changelogs) take the cluster's "

@@ -5,26 +5,39 @@ Nodes are plain data. Functions are kept as given; nothing here runs them.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from streams.failures.policy import RetryPolicy
-from streams.topology.async_steps import is_async
 from streams.topology.names import TopicRef
 from streams.topology.policy import ErrorPolicy
 
 if TYPE_CHECKING:
-    from streams.topology.aggregate import AggregateSpec
-    from streams.topology.joins import Lookup, TableJoinSpec
+    from streams.topology.specs import AggregateSpec, Lookup, TableJoinSpec, WindowJoinSpec
     from streams.topology.stores import DedupSpec
-    from streams.topology.window_join import WindowJoinSpec
 
 DEFAULT_OUTPUT = "out"
 ANY_TYPE = "*"
 """The type of a repartition topic's sink and source: envelopes of any type pass through
 unchanged (written and read as they are, at the version they carry)."""
+
+ASYNC_KINDS = ("map", "filter", "flat_map", "peek", "process")
+"""The step kinds that take an ``async def`` function."""
+
+
+def is_async(fn: Any) -> bool:
+    """Whether ``fn`` (a function, a callable object, a processor or its class) is called
+    as a coroutine or an async generator."""
+    if fn is None:
+        return False
+    target = getattr(fn, "process", fn)  # a processor object or class: its method
+    for candidate in (target, getattr(target, "__call__", None)):  # noqa: B004
+        if inspect.iscoroutinefunction(candidate) or inspect.isasyncgenfunction(candidate):
+            return True
+    return False
 
 
 class StepKind(StrEnum):
@@ -104,7 +117,7 @@ class StepNode:
       that match none go to ``default`` when set, else are dropped like a filter's;
     - dedup: ``(Envelope) -> str | bytes`` (the id; None: the envelope id), ``dedup`` holds
       the window and the store; a second output, when declared, receives the duplicates;
-    - aggregate: ``aggregate`` holds what it folds and how (``streams.topology.aggregate``);
+    - aggregate: ``aggregate`` holds what it folds and how (``streams.topology.specs``);
       its output carries ``Update`` objects, to to_stream steps only; a windowed one has a
       second output, ``late``;
     - to_stream: ``(Update) -> Envelope | None``;
@@ -139,7 +152,7 @@ class StepNode:
     @property
     def is_async(self) -> bool:
         """Whether its function is a coroutine (or async generator) function: the step
-        awaits it (``streams.topology.async_steps``)."""
+        awaits it (``streams.topology.execution.async_steps``)."""
         return is_async(self.fn)
 
     def describe_fn(self) -> str:

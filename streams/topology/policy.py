@@ -27,13 +27,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from streams.codec.errors import DecodeError
 from streams.envelope import Envelope
 from streams.failures.headers import Stage
 from streams.failures.policy import RetryPolicy
-from streams.topology.context import RecordMeta
 from streams.topology.errors import TopologyError
+
+if TYPE_CHECKING:
+    from streams.topology.execution.context import RecordMeta
 
 
 class ErrorAction(StrEnum):

@@ -8,29 +8,24 @@ id, as one of the record's outputs: written with the topology's guarantee (insid
 transaction with exactly-once), and not at all when the record's attempt fails.
 
 A record without ``reply-to`` that reaches a reply fails with ``NotARequestError``, to the
-dead-letter topic whatever the step's policy: it is bad input, not a bug to stop for.
+dead-letter topic whatever the step's policy: it is bad input, not a bug to stop for
+(``streams.topology.execution.replier`` sends replies).
 A request the topology dead-letters gets an error reply as well (``error_reply``), so its
 requester does not wait for its timeout.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 from typing import NamedTuple
 
 from streams.envelope import Envelope, new_id
 from streams.failures.headers import FailureInfo, Headers
 from streams.schemas.builtin import ERROR_TYPE, ERROR_VERSION
-from streams.topology.context import Current
-from streams.topology.policy import StepFailed, dead_letter
 
 REPLY_TO = "reply-to"
 CORRELATION = "reply-correlation-id"
 _CE_ID = "ce_id"  # the request's own id, when it could not be decoded
-
-Emit = Callable[[str, Envelope], None]
 
 
 class NotARequestError(Exception):
@@ -64,23 +59,6 @@ def request_of(headers: Headers) -> Request | None:
         elif name == _CE_ID:
             id_ = value.decode(errors="replace")
     return Request(reply_to, correlation, id_) if reply_to else None
-
-
-def replier(current: Current, emit: Emit, step: str) -> Callable[[Envelope], None]:
-    """The function that sends ``envelope`` as the reply to the record ``current`` holds,
-    for step ``step`` (what ``ctx.reply`` and a reply step call)."""
-
-    def reply(env: Envelope) -> None:
-        request = request_of(current.record.meta.headers)
-        if request is None:
-            error = NotARequestError(f"a reply to a record without a {REPLY_TO!r} header")
-            raise StepFailed(step, error, dead_letter)
-        correlation = request.correlation_id or env.correlation_id
-        if correlation is not None and env.correlation_id != correlation:
-            env = replace(env, correlation_id=correlation)
-        emit(request.reply_to, env)
-
-    return reply
 
 
 def error_reply(

@@ -11,10 +11,11 @@ topics (``builder.table``), joins with them, and ``Table``.
 
 An aggregation groups by the record key (``rekey`` first to group by something else: the
 records then travel through a repartition topic, so each key's records meet its state).
-See ``streams.topology.aggregate`` for what an aggregation step does,
-``streams.topology.windows`` for windows, grace and late records, ``streams.topology.joins``
-and ``streams.topology.window_join`` for joins; ``copartition_problems`` is what
-``streams run`` and the TestDriver check of a join's topics.
+What the steps keep is declared in ``streams.topology.specs``; how they run is
+``streams.topology.execution`` (``aggregate``, ``joins``, ``window_join``);
+``streams.topology.windows`` says what windows, grace and late records are.
+``copartition_problems`` is what ``streams run`` and the TestDriver check of a join's
+topics; ``stream_table_sides`` which topics a join reads in event-time order.
 """
 
 from __future__ import annotations
@@ -25,15 +26,20 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from streams.envelope import Envelope
-from streams.topology.aggregate import EMITS, LATE, AggregateSpec
 from streams.topology.errors import TopologyError
-from streams.topology.joins import Lookup, TableJoinSpec
 from streams.topology.names import Owned, TopicRef
 from streams.topology.nodes import DEFAULT_OUTPUT, Edge, SourceNode, StepKind, StepNode
 from streams.topology.policy import as_policy
+from streams.topology.specs import (
+    EMITS,
+    LATE,
+    AggregateSpec,
+    Lookup,
+    TableJoinSpec,
+    WindowJoinSpec,
+)
 from streams.topology.stores import StoreSpec, store_source, upstream_sources
 from streams.topology.values import PRIMITIVES
-from streams.topology.window_join import WindowJoinSpec
 from streams.topology.windows import AnyWindows, Sessions, Sliding, Update
 
 if TYPE_CHECKING:
@@ -66,13 +72,11 @@ class Table:
     ) -> Stream:
         """A stream of the table's changes: ``fn(update)`` makes the envelope of each (None:
         none for that one). See ``Update``."""
-        from streams.topology.builder import Stream  # noqa: PLC0415 - builder imports us
-
         b = self._builder
         if not callable(fn):
             raise TopologyError(f"to_stream needs a function of an Update, got {fn!r}")
-        node_name = b._unique(name or "to-stream")
-        b._add(
+        node_name = b.unique_name(name or "to-stream")
+        b.add_node(
             StepNode(
                 node_name,
                 StepKind.TO_STREAM,
@@ -81,7 +85,7 @@ class Table:
                 on_error=as_policy(on_error),
             )
         )
-        return Stream(b, Edge(node_name))
+        return b.stream(Edge(node_name))
 
     def join(
         self,
@@ -99,10 +103,10 @@ class Table:
             raise TopologyError("a table join reads two tables without windows")
         if not callable(fn):
             raise TopologyError(f"a table join needs a function of two values, got {fn!r}")
-        node_name = b._unique(name or f"join-{self.name}-{other.name}")
+        node_name = b.unique_name(name or f"join-{self.name}-{other.name}")
         spec = TableJoinSpec(self.lookup, other.lookup)
         parents = (Edge(self.name), Edge(other.name))
-        b._add(
+        b.add_node(
             StepNode(
                 node_name,
                 StepKind.TABLE_JOIN,
@@ -117,11 +121,9 @@ class Table:
     def late(self) -> Stream:
         """The records that came after every window they belong to closed (without it, they
         go to the dead-letter topic with a ``LateRecordError``)."""
-        from streams.topology.builder import Stream  # noqa: PLC0415 - builder imports us
-
         if not self.windowed:
             raise TopologyError(f"aggregation {self.name!r} has no windows: no record is late")
-        return Stream(self._builder, Edge(self.name, LATE))
+        return self._builder.stream(Edge(self.name, LATE))
 
 
 class Aggregations:
@@ -220,11 +222,11 @@ class Aggregations:
             raise TopologyError(
                 f"value type {type!r}: give its catalog version, or use one of {sorted(PRIMITIVES)}"
             )
-        node_name = builder._unique(name or what)
-        builder._add_store(StoreSpec(node_name, backend, owner=node_name))
+        node_name = builder.unique_name(name or what)
+        builder.add_store(StoreSpec(node_name, backend, owner=node_name))
         spec = AggregateSpec(what, first, add, type, version, windows, emit, node_name, merge)
         outputs = (DEFAULT_OUTPUT, LATE) if windows is not None else (DEFAULT_OUTPUT,)
-        builder._add(
+        builder.add_node(
             StepNode(
                 node_name,
                 StepKind.AGGREGATE,
@@ -249,12 +251,12 @@ def table(
 ) -> Table:
     """A table topic materialised: a source of it, and a table step with its store."""
     label = topic.name if isinstance(topic, Owned) else topic
-    node_name = builder._unique(name or f"table-{label}")
-    source = builder._unique(f"source-{label}")
-    builder._add(SourceNode(source, topic, type, version, table=True))
-    builder._add_store(StoreSpec(node_name, backend, source=topic, owner=node_name))
+    node_name = builder.unique_name(name or f"table-{label}")
+    source = builder.unique_name(f"source-{label}")
+    builder.add_node(SourceNode(source, topic, type, version, table=True))
+    builder.add_store(StoreSpec(node_name, backend, source=topic, owner=node_name))
     lookup = Lookup(node_name, type, version)
-    builder._add(StepNode(node_name, StepKind.TABLE, (Edge(source),), lookup=lookup))
+    builder.add_node(StepNode(node_name, StepKind.TABLE, (Edge(source),), lookup=lookup))
     return Table(builder, node_name, False, lookup)
 
 
@@ -273,9 +275,9 @@ def join(
         raise TopologyError(f"table {table.name!r} has windows: a join reads a table by key")
     if not callable(fn):
         raise TopologyError(f"a join needs a function of (envelope, value), got {fn!r}")
-    node_name = builder._unique(name or f"join-{table.name}")
+    node_name = builder.unique_name(name or f"join-{table.name}")
     lookup = replace(table.lookup, inner=inner)
-    builder._add(
+    builder.add_node(
         StepNode(
             node_name, StepKind.JOIN, (parent,), fn=fn, on_error=as_policy(on_error), lookup=lookup
         )
@@ -317,6 +319,23 @@ def copartition_problems(topology: Topology, partitions: Mapping[str, int]) -> l
     return problems
 
 
+def stream_table_sides(topology: Topology) -> list[tuple[list[str], list[str]]]:
+    """For each join of a stream with a table whose topics are not the stream's (a table
+    topic, or an aggregation of another topic): the stream's source topics and the
+    table's (read in event-time order: ``streams.pipeline.time_order``)."""
+    out = []
+    for node in topology.steps:
+        if node.kind is not StepKind.JOIN or node.lookup is None:
+            continue
+        store = topology.stores.get(node.lookup.store)
+        owner = store.owner if store is not None else None
+        table = upstream_sources(topology, owner) if owner else []
+        stream = [t for t in upstream_sources(topology, node.name) if t not in table]
+        if stream and table:
+            out.append((stream, table))
+    return out
+
+
 def join_within(
     builder: TopologyBuilder,
     left: Edge,
@@ -339,11 +358,11 @@ def join_within(
         )
     if not callable(fn):
         raise TopologyError(f"a join needs a function of (left, right), got {fn!r}")
-    node_name = builder._unique(name or "join")
+    node_name = builder.unique_name(name or "join")
     source = _source_topic(builder, left)
-    builder._add_store(StoreSpec(node_name, backend, source=source, owner=node_name))
+    builder.add_store(StoreSpec(node_name, backend, source=source, owner=node_name))
     spec = WindowJoinSpec(node_name, within_ms, grace_ms, left_outer)
-    builder._add(
+    builder.add_node(
         StepNode(
             node_name,
             StepKind.WINDOW_JOIN,
@@ -360,7 +379,7 @@ def _source_topic(builder: TopologyBuilder, edge: Edge) -> TopicRef | None:
     """The first source topic upstream of ``edge`` (the store is partitioned like it)."""
     stack, seen = [edge.node], set()
     while stack:
-        node = builder._nodes.get(stack.pop())
+        node = builder.node(stack.pop())
         if node is None or node.name in seen:
             continue
         seen.add(node.name)

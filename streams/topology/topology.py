@@ -8,11 +8,19 @@ from functools import cached_property
 
 from streams.failures.policy import RetryPolicy
 from streams.state.changelog import changelog_topic
-from streams.topology.async_steps import ASYNC_KINDS, is_async
 from streams.topology.errors import TopologyError, TopologyValidationError
 from streams.topology.failure_topics import shared_stems
 from streams.topology.names import Owned, TopicRef, check_app_id, resolve_topic
-from streams.topology.nodes import ANY_TYPE, Node, SinkNode, SourceNode, StepKind, StepNode
+from streams.topology.nodes import (
+    ANY_TYPE,
+    ASYNC_KINDS,
+    Node,
+    SinkNode,
+    SourceNode,
+    StepKind,
+    StepNode,
+    is_async,
+)
 from streams.topology.policy import ErrorPolicy
 from streams.topology.stores import StoreSpec, store_source
 
@@ -142,7 +150,8 @@ class Topology:
 
     @property
     def async_steps(self) -> list[str]:
-        """The steps whose function is async (awaited: ``streams.topology.async_steps``)."""
+        """The steps whose function is async (awaited:
+        ``streams.topology.execution.async_steps``)."""
         return [s.name for s in self.steps if s.is_async]
 
     @property

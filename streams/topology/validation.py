@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from streams.topology.aggregate import LATE
 from streams.topology.failure_topics import shared_stems
 from streams.topology.names import check_app_id, check_topic
 from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
+from streams.topology.specs import LATE
 from streams.topology.stores import store_problems
 from streams.topology.topology import Topology
 

@@ -33,7 +33,6 @@ from typing import Any
 
 from streams.envelope import Envelope
 from streams.topology.errors import TopologyError
-from streams.topology.policy import StepFailed, dead_letter
 
 
 class LateRecordError(Exception):
@@ -43,23 +42,6 @@ class LateRecordError(Exception):
 class MissingKeyError(Exception):
     """A record without a key reached a step that keeps or looks values up by key (an
     aggregation, a table, a windowed join)."""
-
-
-def key_of(env: Envelope, step: str, why: str) -> str:
-    """``env``'s key; a record without one fails ``step`` to the dead-letter topic with a
-    ``MissingKeyError`` saying ``why`` the step needs it."""
-    key = env.key
-    if key is None:
-        raise StepFailed(step, MissingKeyError(f"{why}: the record has none"), dead_letter)
-    return key
-
-
-def output(out: object, step: str) -> Envelope | None:
-    """What a user function of ``step`` returned, when it is an envelope or None (nothing
-    to pass on); a TypeError otherwise (the caller fails the record with it)."""
-    if out is not None and not isinstance(out, Envelope):
-        raise TypeError(f"{step}'s function must return an Envelope or None, got {out!r}")
-    return out
 
 
 @dataclass(frozen=True, slots=True)

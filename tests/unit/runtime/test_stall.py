@@ -20,7 +20,7 @@ from streams.runtime.stall import (
     StallWatch,
 )
 from streams.testing import wait_until
-from streams.topology.context import Current
+from streams.topology.execution.context import Current
 
 
 def record(offset: int) -> Record:

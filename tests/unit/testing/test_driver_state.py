@@ -17,7 +17,7 @@ from streams.topology import (
     TopologyValidationError,
     owned,
 )
-from streams.topology.plan import Plan
+from streams.topology.execution.plan import Plan
 
 T, V = "order.placed", 2
 HOUR = 3600.0

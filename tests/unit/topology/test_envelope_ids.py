@@ -14,7 +14,7 @@ from streams.envelope import CURRENT_CAUSE, Envelope, derived_id, new_id
 from streams.schemas import default_catalog
 from streams.testing import TestDriver
 from streams.topology import TopologyBuilder, owned
-from streams.topology.context import RecordCause
+from streams.topology.execution.context import RecordCause
 
 causes = st.one_of(st.builds(new_id), st.uuids().map(str), st.text(min_size=1, max_size=60))
 sources = st.text(min_size=1, max_size=30)

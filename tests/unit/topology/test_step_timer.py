@@ -15,8 +15,8 @@ from streams.envelope import Envelope
 from streams.schemas import default_catalog
 from streams.state import ChangelogPartition, ChangelogStore, Checkpoint, MemoryBackend, RoutedStore
 from streams.topology import TopologyBuilder, owned, session
-from streams.topology.plan import Plan
-from streams.topology.step_timer import StepTimer
+from streams.topology.execution.plan import Plan
+from streams.topology.execution.step_timer import StepTimer
 
 T, V = "order.placed", 2
 

@@ -28,7 +28,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streams.envelope import Envelope
-from streams.topology.store_layout import (
+from streams.topology.execution.calls import Run
+from streams.topology.execution.store_layout import (
     Triple,
     key_prefix,
     pack_triples,
@@ -40,8 +41,7 @@ from streams.topology.store_layout import (
 from streams.topology.windows import Sliding, Update, Window
 
 if TYPE_CHECKING:
-    from streams.topology.aggregate import _Aggregation
-    from streams.topology.plan import Run
+    from streams.topology.execution.aggregate import Aggregation
 
 _KEYS = b"k"
 _LONG = struct.Struct(">q")
@@ -72,7 +72,7 @@ def _next_due(closed: int, records: list[Triple], size: int, grace: int, final: 
     return due
 
 
-def build_sliding(agg: _Aggregation, spec: Sliding) -> Run:
+def build_sliding(agg: Aggregation, spec: Sliding) -> Run:
     store, fold, merge, updated = agg.store, agg.fold, agg.merge, agg.updated
     final = agg.spec.emit == "final"
     size, grace = spec.size_ms, spec.grace_ms

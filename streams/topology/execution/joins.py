@@ -12,32 +12,21 @@ parents apart by the topic the record in hand came from (windowed joins use it t
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streams.envelope import Envelope, Tombstone
 from streams.topology.errors import TopologyError
-from streams.topology.nodes import StepKind
+from streams.topology.execution.calls import Run
+from streams.topology.execution.checks import key_of, output
 from streams.topology.policy import StepFailed
 from streams.topology.stores import upstream_sources
 from streams.topology.values import value_codec
-from streams.topology.windows import Update, key_of, output
+from streams.topology.windows import Update
 
 if TYPE_CHECKING:
+    from streams.topology.execution.plan import Plan
     from streams.topology.nodes import StepNode
-    from streams.topology.plan import Plan, Run
-    from streams.topology.topology import Topology
-
-
-@dataclass(frozen=True, slots=True)
-class Lookup:
-    """A table as a join reads it: its store, the ``type`` (and ``version``) of its
-    values; ``inner``: the join drops records whose key has no value."""
-
-    store: str
-    type: str
-    version: int | None
-    inner: bool = False
+    from streams.topology.specs import Lookup
 
 
 def sides(plan: Plan, node: StepNode) -> tuple[set[str], set[str]]:
@@ -49,23 +38,6 @@ def sides(plan: Plan, node: StepNode) -> tuple[set[str], set[str]]:
             "streams or tables needs them from different topics"
         )
     return left, right
-
-
-def stream_table_sides(topology: Topology) -> list[tuple[list[str], list[str]]]:
-    """For each join of a stream with a table whose topics are not the stream's (a table
-    topic, or an aggregation of another topic): the stream's source topics and the
-    table's (read in event-time order: ``streams.pipeline.time_order``)."""
-    out = []
-    for node in topology.steps:
-        if node.kind is not StepKind.JOIN or node.lookup is None:
-            continue
-        store = topology.stores.get(node.lookup.store)
-        owner = store.owner if store is not None else None
-        table = upstream_sources(topology, owner) if owner else []
-        stream = [t for t in upstream_sources(topology, node.name) if t not in table]
-        if stream and table:
-            out.append((stream, table))
-    return out
 
 
 def _lookup(plan: Plan, node: StepNode) -> tuple[Lookup, Any]:
@@ -121,14 +93,6 @@ def build_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
             nxt(out)
 
     return join_step
-
-
-@dataclass(frozen=True, slots=True)
-class TableJoinSpec:
-    """A join of two tables by key: both tables, each as a join reads it."""
-
-    left: Lookup
-    right: Lookup
 
 
 def build_table_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:

@@ -1,4 +1,5 @@
-"""Aggregations by key, with or without windows: what the step does with its store.
+"""Aggregations by key, with or without windows: what the step does with its store
+(what it does is declared by ``streams.topology.specs.AggregateSpec``).
 
 ``stream.count()``, ``reduce(fn)`` and ``aggregate(init, fn)`` (on a stream, or on
 ``stream.window(...)``) fold the records of each key into one value, kept in a
@@ -32,12 +33,10 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from streams.envelope import Envelope
-from streams.topology.errors import TopologyError
-from streams.topology.joins import Lookup
-from streams.topology.nodes import StepKind, StepNode
-from streams.topology.policy import StepFailed, dead_letter
-from streams.topology.sliding import build_sliding, read_sliding, sliding_key
-from streams.topology.store_layout import (
+from streams.topology.execution.calls import Run
+from streams.topology.execution.checks import key_of, output
+from streams.topology.execution.sliding import build_sliding
+from streams.topology.execution.store_layout import (
     OPEN_WINDOWS,
     RESERVED,
     key_prefix,
@@ -52,53 +51,22 @@ from streams.topology.store_layout import (
     window_start,
     write_stream_time,
 )
+from streams.topology.policy import StepFailed, dead_letter
+from streams.topology.specs import LATE
 from streams.topology.values import value_codec
 from streams.topology.windows import (
-    AnyWindows,
     LateRecordError,
     Sessions,
     Sliding,
     Update,
     Window,
     Windows,
-    key_of,
-    output,
 )
 
 if TYPE_CHECKING:
-    from streams.codec.payload import Payloads
     from streams.state.store import ChangelogPartition
-    from streams.topology.plan import Plan, Run
-    from streams.topology.topology import Topology
-
-EMITS = ("updates", "final")
-LATE = "late"
-"""The output of a windowed aggregation that receives its late records, when read."""
-
-
-@dataclass(frozen=True, slots=True)
-class AggregateSpec:
-    """What an aggregation step does: ``first(envelope)`` makes a key's value from its
-    first record, ``add(value, envelope)`` folds in each next one; values are ``type``
-    (a primitive name, or a catalog type at ``version``); ``windows`` (None: one value per
-    key for ever); ``emit``: ``updates`` (every change) or ``final`` (a window's value when
-    it closes); ``store``: the step's store; ``what``: count, reduce or aggregate;
-    ``merge(a, b)``: two values in one (sessions that a record bridges)."""
-
-    what: str
-    first: Callable[[Envelope], Any]
-    add: Callable[[Any, Envelope], Any]
-    type: str
-    version: int | None
-    windows: AnyWindows | None
-    emit: str
-    store: str
-    merge: Callable[[Any, Any], Any] | None = None
-
-    def describe(self) -> str:
-        value = self.type if self.version is None else f"{self.type}@{self.version}"
-        window = f", {self.windows.describe()}" if self.windows is not None else ""
-        return f"{self.what} as {value}{window}, emits {self.emit}"
+    from streams.topology.execution.plan import Plan
+    from streams.topology.nodes import StepNode
 
 
 def _iso(ms: int) -> str:
@@ -113,7 +81,7 @@ class _Open:
     heap: list[tuple[Any, ...]]
 
 
-class _Aggregation:
+class Aggregation:
     """What the three kinds of aggregation step share: the key, folding values in, stream
     time, late records, and the open windows of each partition."""
 
@@ -148,7 +116,7 @@ class _Aggregation:
         """Stored values merged, oldest first (sessions a record bridges, a sliding
         window's records)."""
         try:
-            return _merged(values, self.decode, self.spec.merge)
+            return merged(values, self.decode, self.spec.merge)
         except Exception as exc:
             raise StepFailed(self.name, exc, self.policy) from exc
 
@@ -179,18 +147,19 @@ class _Aggregation:
         return found.heap
 
 
-def _merged(
+def merged(
     values: list[bytes], decode: Callable[[bytes], Any], merge: Callable[[Any, Any], Any] | None
 ) -> Any:
-    merged = None
+    """Stored values decoded and merged, oldest first (None: no values)."""
+    result = None
     for raw in values:
         value = decode(raw)
-        merged = value if merged is None or merge is None else merge(merged, value)
-    return merged
+        result = value if result is None or merge is None else merge(result, value)
+    return result
 
 
 def build_aggregate(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    agg = _Aggregation(plan, node, outs)
+    agg = Aggregation(plan, node, outs)
     windows = agg.spec.windows
     if windows is None:
         return _by_key(agg)
@@ -201,7 +170,7 @@ def build_aggregate(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
     return _fixed(agg, windows)
 
 
-def _by_key(agg: _Aggregation) -> Run:
+def _by_key(agg: Aggregation) -> Run:
     store, key_of, fold, decode, updated = agg.store, agg.key_of, agg.fold, agg.decode, agg.updated
 
     def aggregate_step(env: Envelope) -> None:
@@ -215,7 +184,7 @@ def _by_key(agg: _Aggregation) -> Run:
     return aggregate_step
 
 
-def _fixed(agg: _Aggregation, windows: Windows) -> Run:
+def _fixed(agg: Aggregation, windows: Windows) -> Run:
     """Tumbling and hopping windows: one entry per key and window, keyed window start
     first, and the open windows' starts under ``OPEN_WINDOWS``: a window that closes is
     read with one range scan of its start, and nothing is kept per key in memory."""
@@ -270,7 +239,7 @@ def _fixed(agg: _Aggregation, windows: Windows) -> Run:
     return windowed_step
 
 
-def _sessions(agg: _Aggregation, sessions: Sessions) -> Run:
+def _sessions(agg: Aggregation, sessions: Sessions) -> Run:
     """Session windows: one entry per key, the list of its open sessions."""
     store, key_of, fold, decode, updated = agg.store, agg.key_of, agg.fold, agg.decode, agg.updated
     final = agg.spec.emit == "final"
@@ -338,71 +307,3 @@ def build_to_stream(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
             nxt(env)
 
     return to_stream_step
-
-
-def table_spec(topology: Topology, name: str) -> AggregateSpec | Lookup:
-    """What keeps table ``name`` (its ``Table.name``: an aggregation, or a table topic
-    materialised) in a store of its own. Raises TopologyError for a name that is no table."""
-    node = topology.nodes.get(name)
-    spec: AggregateSpec | Lookup | None = None
-    if isinstance(node, StepNode):  # what keeps a table in a store of its own
-        spec = {StepKind.AGGREGATE: node.aggregate, StepKind.TABLE: node.lookup}.get(node.kind)
-    if spec is None:
-        tables = [n.name for n in topology.steps if n.kind in (StepKind.AGGREGATE, StepKind.TABLE)]
-        raise TopologyError(
-            f"topology {topology.app_id!r} has no table {name!r} (tables: {tables or 'none'})"
-        )
-    return spec
-
-
-def read_table(
-    part: ChangelogPartition, spec: AggregateSpec | Lookup, payloads: Payloads | None
-) -> dict[Any, Any]:
-    """The values of one store partition of a table: by key, or with windows by
-    ``(key, Window)`` (each key's as ``read_windows`` reads them)."""
-    _, decode = value_codec(spec.type, spec.version, payloads)
-    windows = spec.windows if isinstance(spec, AggregateSpec) else None
-    if windows is None:
-        return {raw_key.decode(): decode(entry.value) for raw_key, entry in part.items()}
-    assert isinstance(spec, AggregateSpec)  # only aggregations have windows
-    keys = {_record_key(raw_key, windows) for raw_key, _ in part.items() if raw_key not in RESERVED}
-    reads = part.transaction()
-    return {
-        (key, window): value
-        for key in sorted(k for k in keys if k is not None)
-        for window, value in read_windows(reads, spec, decode, key)
-    }
-
-
-def read_windows(
-    reads: Any, spec: AggregateSpec, decode: Callable[[bytes], Any], key: str
-) -> list[tuple[Window, Any]]:
-    """The open windows of ``key`` and their values in one store partition of a windowed
-    aggregation (``reads``: what ``get``s its entries, e.g. its transaction), oldest start
-    first; closed windows are gone. A few gets, never a scan: the open windows' starts,
-    then the key's entry in each (tumbling, hopping), or the key's one entry (sessions,
-    sliding)."""
-    windows, raw_key = spec.windows, key.encode()
-    if isinstance(windows, Sliding):
-        merge = spec.merge
-        assert merge is not None  # sliding aggregations have one (builder)
-        return read_sliding(reads, windows, lambda values: _merged(values, decode, merge), key)
-    if isinstance(windows, Sessions):
-        sessions = unpack_triples(reads.get(key_prefix(raw_key)))
-        return [(Window(start, end), decode(raw)) for start, end, raw in sessions]
-    assert windows is not None  # a windowed aggregation
-    found = []
-    for start in unpack_starts(reads.get(OPEN_WINDOWS)):
-        raw = reads.get(window_key(start, raw_key))
-        if raw is not None:
-            found.append((Window(start, start + windows.size_ms), decode(raw)))
-    return found
-
-
-def _record_key(raw: bytes, windows: AnyWindows) -> str | None:
-    """The record key of a windowed store's entry (None: an entry of no key)."""
-    if isinstance(windows, Sliding):
-        return sliding_key(raw)
-    if isinstance(windows, Sessions):
-        return record_key(raw)
-    return split_window_key(raw)[0]

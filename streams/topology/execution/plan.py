@@ -1,5 +1,9 @@
 """The executable form of a topology: each node compiled into a small closure.
 
+The plan compiles sources and sinks itself; each step is compiled by its operator's
+``build_<kind>(plan, node, outs)`` (``_STEP_BUILDERS``, one module per operator in
+``streams.topology.execution``), handed the compiled nodes its outputs feed.
+
 The record path (``streams.pipeline.execute``, which the runtime and the test driver
 share) builds a ``Plan`` and feeds it one decoded envelope at a time, in offset order per
 partition, after setting ``plan.current.record``. Everything runs synchronously on the
@@ -11,9 +15,9 @@ State: ``stores`` maps each declared store name to the object processors get fro
 ``ctx.store(name)`` (a ``streams.state.RoutedStore``: the current record's partition);
 dedup steps use theirs with ``clock`` as "now".
 
-Timing: with a ``timer`` (``streams.topology.step_timer``), the nodes are compiled a second
-time, each step and sink wrapped in it, into entries the timer puts in place of
-``entries`` while it is armed: a record it is not armed for runs exactly as without one.
+Timing: with a ``timer`` (``streams.topology.execution.step_timer``), the nodes are
+compiled a second time, each step and sink wrapped in it, into entries the timer puts in
+place of ``entries`` while it is armed: a record it is not armed for runs exactly as without one.
 Both compilations share what a node makes once (a class processor's instance, initialised
 once with the first compilation's context; a dedup's counters).
 
@@ -32,41 +36,37 @@ from typing import TYPE_CHECKING, Any
 from streams.codec.errors import EncodeError
 from streams.envelope import DEFAULT_SOURCE, Envelope
 from streams.state.dedup import Dedup
-from streams.topology.aggregate import build_aggregate, build_to_stream
-from streams.topology.async_steps import (
-    Awaiter,
-    Blocking,
-    StepLimit,
-    async_processor,
-    is_async,
-    sync_call,
-)
-from streams.topology.context import Current, ProcessorContext
 from streams.topology.errors import TopologyError
-from streams.topology.joins import build_join, build_table, build_table_join
+from streams.topology.execution.aggregate import build_aggregate, build_to_stream
+from streams.topology.execution.async_steps import Awaiter, Blocking, StepLimit, sync_call
+from streams.topology.execution.calls import Emit, Run, noop
+from streams.topology.execution.context import Current
+from streams.topology.execution.dedup import build_dedup
+from streams.topology.execution.joins import build_join, build_table, build_table_join
+from streams.topology.execution.process import build_process
+from streams.topology.execution.replier import build_reply, replier
+from streams.topology.execution.schedule import Timer
+from streams.topology.execution.stateless import (
+    build_branch,
+    build_filter,
+    build_flat_map,
+    build_map,
+    build_peek,
+    build_rekey,
+)
+from streams.topology.execution.step_timer import StepTimer
+from streams.topology.execution.window_join import build_window_join
 from streams.topology.nodes import ANY_TYPE, SinkNode, SourceNode, StepKind, StepNode
 from streams.topology.policy import StepFailed
-from streams.topology.reply import replier
-from streams.topology.schedule import Timer
-from streams.topology.step_timer import StepTimer
 from streams.topology.topology import Topology
-from streams.topology.window_join import build_window_join
 
 if TYPE_CHECKING:
     from streams.codec import Codec
     from streams.codec.payload import Payloads
 
-Emit = Callable[[str, Envelope], None]
-"""``emit(topic, envelope)``: an output of the plan, to ``topic``."""
-Run = Callable[[Envelope], None]
-
 
 class SinkTypeError(TopologyError):
     """An envelope reached a sink declared for another type or version."""
-
-
-def _noop(_env: Envelope) -> None:
-    return None
 
 
 class Plan:
@@ -141,6 +141,10 @@ class Plan:
         """Records dropped by the plan's dedup steps so far."""
         return sum(d.duplicates for d in self.dedups)
 
+    def on_close(self, close: Callable[[], object]) -> None:
+        """Call ``close()`` when the plan closes (a class processor's ``close``)."""
+        self._closers.append(close)
+
     def close(self) -> None:
         for close in self._closers:
             close()
@@ -193,7 +197,7 @@ class Plan:
 
     def replier(self, step: str) -> Run:
         """What sends a reply to the request being processed, for ``step``
-        (``streams.topology.reply``)."""
+        (``streams.topology.execution.replier``)."""
         return replier(self.current, self._writer(step), step)
 
     @property
@@ -206,7 +210,9 @@ class Plan:
             self._closers.append(awaiter.close)
         return awaiter
 
-    def _limit(self, node: StepNode) -> StepLimit | None:
+    def limit(self, node: StepNode) -> StepLimit | None:
+        """The async step ``node``'s own limit of records at once (None: it has none),
+        one for both compilations."""
         if node.concurrency is None:
             return None
         limit = self._limits.get(node.name)
@@ -216,9 +222,9 @@ class Plan:
 
     def function(self, node: StepNode) -> Any:
         """``node``'s function as the step calls it: an async one compiled into a plain
-        callable that awaits it (``streams.topology.async_steps``)."""
+        callable that awaits it (``streams.topology.execution.async_steps``)."""
         if node.is_async:
-            return sync_call(node.fn, self.awaiter, self._limit(node))
+            return sync_call(node.fn, self.awaiter, self.limit(node))
         return node.fn
 
     def made(self, name: str, make: Callable[[], Any]) -> Any:
@@ -228,43 +234,6 @@ class Plan:
         if found is None:
             found = self._made[name] = make()
         return found
-
-    def _process(self, node: StepNode, outs: dict[str, Run]) -> Run:
-        ctx = ProcessorContext(
-            self.topology.app_id,
-            node.name,
-            self.current,
-            outs,
-            self._stores,
-            timers=self.timers,
-            reply=self.replier(node.name),
-        )
-        target = self.made(node.name, lambda: self._processor(node, ctx))
-        method: Callable[[Envelope, ProcessorContext], Any] = getattr(target, "process", target)
-        if is_async(method):
-            method = async_processor(method, self.awaiter, self._limit(node))
-        name, policy, emit = node.name, node.on_error, ctx.emit
-
-        def process(env: Envelope) -> None:
-            try:
-                emit(method(env, ctx))
-            except StepFailed:
-                raise
-            except Exception as exc:
-                raise StepFailed(name, exc, policy) from exc
-
-        return process
-
-    def _processor(self, node: StepNode, ctx: ProcessorContext) -> Any:
-        """The processor of ``node``, initialised with ``ctx`` (a class: an instance of it)."""
-        target = node.fn() if isinstance(node.fn, type) else node.fn
-        init = getattr(target, "init", None)
-        if callable(init):
-            init(ctx)
-        close = getattr(target, "close", None)
-        if callable(close):
-            self._closers.append(close)
-        return target
 
 
 def _writer(emit: Emit, app_id: str, current: Current, step: str) -> Emit:
@@ -289,13 +258,9 @@ def _writer(emit: Emit, app_id: str, current: Current, step: str) -> Emit:
     return write
 
 
-def _reply(plan: Plan, node: StepNode, _outs: dict[str, Run]) -> Run:
-    return plan.replier(node.name)
-
-
 def _fan_out(children: list[Run]) -> Run:
     if not children:
-        return _noop
+        return noop
     if len(children) == 1:
         return children[0]
 
@@ -306,140 +271,20 @@ def _fan_out(children: list[Run]) -> Run:
     return fan_out
 
 
-def _map(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    fn, nxt, name, policy = plan.function(node), outs[node.outputs[0]], node.name, node.on_error
-
-    def map_step(env: Envelope) -> None:
-        try:
-            result = fn(env)
-        except Exception as exc:
-            raise StepFailed(name, exc, policy) from exc
-        nxt(result)
-
-    return map_step
-
-
-def _filter(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    fn, nxt, name, policy = plan.function(node), outs[node.outputs[0]], node.name, node.on_error
-
-    def filter_step(env: Envelope) -> None:
-        try:
-            keep = fn(env)
-        except Exception as exc:
-            raise StepFailed(name, exc, policy) from exc
-        if keep:
-            nxt(env)
-
-    return filter_step
-
-
-def _flat_map(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    fn, nxt, name, policy = plan.function(node), outs[node.outputs[0]], node.name, node.on_error
-
-    def flat_map_step(env: Envelope) -> None:
-        try:
-            items = list(fn(env))
-        except Exception as exc:
-            raise StepFailed(name, exc, policy) from exc
-        for item in items:
-            nxt(item)
-
-    return flat_map_step
-
-
-def _peek(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    fn, nxt, name, policy = plan.function(node), outs[node.outputs[0]], node.name, node.on_error
-
-    def peek_step(env: Envelope) -> None:
-        try:
-            fn(env)
-        except Exception as exc:
-            raise StepFailed(name, exc, policy) from exc
-        nxt(env)
-
-    return peek_step
-
-
-def _rekey(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    fn, nxt, name, policy = node.fn, outs[node.outputs[0]], node.name, node.on_error
-
-    def rekey_step(env: Envelope) -> None:
-        try:
-            key = fn(env)
-            if not isinstance(key, str):
-                raise TypeError(f"rekey function must return a str, got {type(key).__name__}")
-        except Exception as exc:
-            raise StepFailed(name, exc, policy) from exc
-        nxt(env.with_data(env.data, key=key))
-
-    return rekey_step
-
-
-def _branch(_plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    routes = [(pred, outs[out]) for out, pred in node.predicates]
-    default = outs[node.default] if node.default else _noop
-    name, policy = node.name, node.on_error
-
-    def branch_step(env: Envelope) -> None:
-        try:
-            nxt = default
-            for pred, route in routes:
-                if pred(env):
-                    nxt = route
-                    break
-        except Exception as exc:
-            raise StepFailed(name, exc, policy) from exc
-        nxt(env)
-
-    return branch_step
-
-
-def _envelope_id(env: Envelope) -> str:
-    return env.id
-
-
-def _dedup(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:
-    spec = node.dedup
-    store = plan.store_of(node, spec.store if spec is not None else None)
-    assert spec is not None  # a dedup step always has one (builder)
-    dedup = plan.made(node.name, lambda: Dedup(store.transaction, spec.ttl))
-    if dedup not in plan.dedups:
-        plan.dedups.append(dedup)
-    by: Callable[[Envelope], Any] = node.fn or _envelope_id
-    first, clock = dedup.first, plan.clock
-    nxt = outs[node.outputs[0]]
-    duplicate = outs[node.outputs[1]] if len(node.outputs) > 1 else _noop
-    name, policy = node.name, node.on_error
-
-    def dedup_step(env: Envelope) -> None:
-        try:
-            key = by(env)
-            if not isinstance(key, (str, bytes)):
-                raise TypeError(f"dedup id must be str or bytes, got {type(key).__name__}")
-        except Exception as exc:
-            raise StepFailed(name, exc, policy) from exc
-        if first(key, clock()):
-            nxt(env)
-        else:
-            duplicate(env)
-
-    return dedup_step
-
-
 _STEP_BUILDERS: dict[StepKind, Callable[[Plan, StepNode, dict[str, Run]], Run]] = {
-    StepKind.MAP: _map,
-    StepKind.FILTER: _filter,
-    StepKind.FLAT_MAP: _flat_map,
-    StepKind.PEEK: _peek,
-    StepKind.REKEY: _rekey,
-    StepKind.BRANCH: _branch,
-    StepKind.PROCESS: Plan._process,
-    StepKind.DEDUP: _dedup,
+    StepKind.MAP: build_map,
+    StepKind.FILTER: build_filter,
+    StepKind.FLAT_MAP: build_flat_map,
+    StepKind.PEEK: build_peek,
+    StepKind.REKEY: build_rekey,
+    StepKind.BRANCH: build_branch,
+    StepKind.PROCESS: build_process,
+    StepKind.DEDUP: build_dedup,
     StepKind.AGGREGATE: build_aggregate,
     StepKind.TO_STREAM: build_to_stream,
     StepKind.TABLE: build_table,
     StepKind.JOIN: build_join,
     StepKind.WINDOW_JOIN: build_window_join,
     StepKind.TABLE_JOIN: build_table_join,
-    StepKind.REPLY: _reply,
+    StepKind.REPLY: build_reply,
 }

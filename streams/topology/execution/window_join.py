@@ -29,14 +29,14 @@ key in memory).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streams.envelope import Envelope
 from streams.topology.errors import TopologyError
-from streams.topology.joins import sides
-from streams.topology.policy import StepFailed, dead_letter
-from streams.topology.store_layout import (
+from streams.topology.execution.calls import Run
+from streams.topology.execution.checks import key_of, output
+from streams.topology.execution.joins import sides
+from streams.topology.execution.store_layout import (
     Triple,
     pack_starts,
     pack_triples,
@@ -46,40 +46,18 @@ from streams.topology.store_layout import (
     window_start,
     write_stream_time,
 )
-from streams.topology.windows import LateRecordError, key_of, output
+from streams.topology.policy import StepFailed, dead_letter
+from streams.topology.windows import LateRecordError
 
 if TYPE_CHECKING:
+    from streams.topology.execution.plan import Plan
     from streams.topology.nodes import StepNode
-    from streams.topology.plan import Plan, Run
 
 _LENGTH = struct.Struct(">H")
 _SIDES = (b"l", b"r")
 _TIMES = (b"tl", b"tr")  # each side's stream time
 _OPEN = b"o"  # + side: the expiry buckets in use
 _BUCKETS = b"x"  # + side + bucket end + side key
-
-
-@dataclass(frozen=True, slots=True)
-class WindowJoinSpec:
-    """A windowed join: its store, how far apart two records may be (``within_ms``), and
-    how long after that a record may still arrive out of order (``grace_ms``)."""
-
-    store: str
-    within_ms: int
-    grace_ms: int
-    left_outer: bool = False
-    """A left join: left records that met nothing are handed on alone."""
-
-    @property
-    def keep_ms(self) -> int:
-        """How long a record is kept after its event time, in the other side's stream time:
-        the other side's records up to ``within + grace`` behind it are not late, and may
-        be ``within`` before it."""
-        return 2 * self.within_ms + self.grace_ms
-
-    def describe(self) -> str:
-        kind = "left join, " if self.left_outer else ""
-        return f"{kind}within {self.within_ms / 1000:g} s, grace {self.grace_ms / 1000:g} s"
 
 
 def build_window_join(plan: Plan, node: StepNode, outs: dict[str, Run]) -> Run:

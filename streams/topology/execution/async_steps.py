@@ -32,25 +32,10 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from typing import Any, Protocol, TypeVar
 
 from streams.envelope import CURRENT_CAUSE, Envelope
-from streams.topology.context import ProcessorContext, RecordMeta
 from streams.topology.errors import TopologyError
+from streams.topology.execution.context import ProcessorContext, RecordMeta
 
 T = TypeVar("T")
-
-ASYNC_KINDS = ("map", "filter", "flat_map", "peek", "process")
-"""The step kinds that take an ``async def`` function."""
-
-
-def is_async(fn: Any) -> bool:
-    """Whether ``fn`` (a function, a callable object, a processor or its class) is called
-    as a coroutine or an async generator."""
-    if fn is None:
-        return False
-    target = getattr(fn, "process", fn)  # a processor object or class: its method
-    for candidate in (target, getattr(target, "__call__", None)):  # noqa: B004
-        if inspect.iscoroutinefunction(candidate) or inspect.isasyncgenfunction(candidate):
-            return True
-    return False
 
 
 class StepLimit:

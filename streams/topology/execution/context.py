@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from streams.envelope import Envelope, derived_id
 from streams.topology.errors import TopologyError
-from streams.topology.schedule import Fire, Timer, interval_ms
+from streams.topology.execution.schedule import Fire, Timer, interval_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +97,10 @@ class ProcessorContext:
       ``items()``) over the current record's partition; writes reach the changelog at the
       next commit.
     - ``partition``: the input partition being processed (a record's, or a timer's).
-    - ``schedule(interval, fn, time=)``: in ``init``, a timer (``streams.topology.schedule``).
+    - ``schedule(interval, fn, time=)``: in ``init``, a timer
+      (``streams.topology.execution.schedule``).
     - ``reply(envelope)``: send ``envelope`` as the reply to the request being processed
-      (``streams.topology.reply``).
+      (``streams.topology.execution.replier``).
     """
 
     __slots__ = (
