@@ -50,7 +50,8 @@ from streams.topology.nodes import (
     rekeyed,
 )
 from streams.topology.policy import ErrorAction, ErrorPolicy, RetryArg, as_policy, as_retry
-from streams.topology.stores import DedupSpec, StoreSpec
+from streams.topology.specs import DedupSpec
+from streams.topology.stores import StoreSpec
 from streams.topology.tables import Aggregations, Table
 from streams.topology.topology import (
     CONSUMPTIONS,

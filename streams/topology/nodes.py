@@ -16,8 +16,13 @@ from streams.topology.names import TopicRef
 from streams.topology.policy import ErrorPolicy
 
 if TYPE_CHECKING:
-    from streams.topology.specs import AggregateSpec, Lookup, TableJoinSpec, WindowJoinSpec
-    from streams.topology.stores import DedupSpec
+    from streams.topology.specs import (
+        AggregateSpec,
+        DedupSpec,
+        Lookup,
+        TableJoinSpec,
+        WindowJoinSpec,
+    )
 
 DEFAULT_OUTPUT = "out"
 ANY_TYPE = "*"

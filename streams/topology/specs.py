@@ -2,6 +2,7 @@
 the execution (``streams.topology.execution``) runs.
 
 - ``AggregateSpec``: an aggregation's fold, value type, windows and store;
+- ``DedupSpec``: a dedup step's window and store;
 - ``Lookup``: a table as a join reads it (its store, the type of its values);
 - ``TableJoinSpec``: the two tables of a table-table join;
 - ``WindowJoinSpec``: a windowed stream-stream join's window, grace and store.
@@ -51,6 +52,14 @@ class AggregateSpec:
         value = self.type if self.version is None else f"{self.type}@{self.version}"
         window = f", {self.windows.describe()}" if self.windows is not None else ""
         return f"{self.what} as {value}{window}, emits {self.emit}"
+
+
+@dataclass(frozen=True, slots=True)
+class DedupSpec:
+    """What a dedup step needs besides its key function: the window and its store."""
+
+    ttl: float
+    store: str
 
 
 @dataclass(frozen=True, slots=True)

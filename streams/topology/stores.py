@@ -1,4 +1,4 @@
-"""State declared by a topology: named stores and the dedup steps that own one each.
+"""State declared by a topology: named stores, each partitioned like its source topic.
 
 A store is partitioned like the one source topic it is fed by: partition ``p`` of the
 store holds what the records of input partition ``p`` wrote, and is backed by partition
@@ -38,14 +38,6 @@ class StoreSpec:
     backend: str = "rocksdb"
     source: TopicRef | None = None
     owner: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DedupSpec:
-    """What a dedup step needs besides its key function: the window and its store."""
-
-    ttl: float
-    store: str
 
 
 def store_source(topology: Topology, spec: StoreSpec) -> str | None:
