@@ -11,5 +11,5 @@ processor sees), ``async_steps`` (awaiting ``async def`` steps), ``schedule`` (t
 (a table's store read from outside its step).
 
 Execution imports the description (``streams.topology``), never the reverse
-(``tests/unit/test_topology_layers.py``).
+(``tests/unit/repository/test_topology_layers.py``).
 """
