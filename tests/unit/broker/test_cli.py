@@ -15,24 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_runner import streams
 
 from streams.broker.local import LocalBroker, free_port
 from streams.broker.node import _proc_state, wait_exit
 
-
-def streams(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
-    full_env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
-    if env and "KAFKA_BOOTSTRAP_SERVERS" in env:
-        full_env["KAFKA_BOOTSTRAP_SERVERS"] = env["KAFKA_BOOTSTRAP_SERVERS"]
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=60,
-        check=False,
-    )
+# $KAFKA_BOOTSTRAP_SERVERS names an external cluster, which the commands leave alone: unset
+# here (whatever the environment running the suite says) unless a test sets it.
+NO_CLUSTER: dict[str, str | None] = {"KAFKA_BOOTSTRAP_SERVERS": None}
 
 
 @pytest.fixture
@@ -45,7 +35,9 @@ def listener() -> Iterator[int]:
 
 
 def test_port_taken_is_a_clear_error(listener: int, tmp_path: Path) -> None:
-    result = streams("broker", "up", "--port", str(listener), "--data-dir", str(tmp_path / "d"))
+    result = streams(
+        "broker", "up", "--port", str(listener), "--data-dir", str(tmp_path / "d"), env=NO_CLUSTER
+    )
     assert result.returncode == 1
     assert f"port {listener} is already in use by another process" in result.stderr
     assert "Traceback" not in result.stderr
@@ -53,7 +45,9 @@ def test_port_taken_is_a_clear_error(listener: int, tmp_path: Path) -> None:
 
 def test_status_of_a_broker_that_never_ran(tmp_path: Path) -> None:
     port = free_port()
-    result = streams("broker", "status", "--port", str(port), "--data-dir", str(tmp_path))
+    result = streams(
+        "broker", "status", "--port", str(port), "--data-dir", str(tmp_path), env=NO_CLUSTER
+    )
     assert result.returncode == 1
     assert "broker is down" in result.stderr
 
@@ -63,10 +57,12 @@ def test_stale_pid_file_is_reported_and_cleared_by_down(tmp_path: Path) -> None:
     dead.wait()
     (tmp_path / "broker.pid").write_text(json.dumps({"pid": dead.pid, "started_at": 0}))
     port = str(free_port())
-    status = streams("broker", "status", "--port", port, "--data-dir", str(tmp_path))
+    status = streams(
+        "broker", "status", "--port", port, "--data-dir", str(tmp_path), env=NO_CLUSTER
+    )
     assert status.returncode == 1
     assert f"stale pid file: process {dead.pid} is gone" in status.stdout
-    down = streams("broker", "down", "--port", port, "--data-dir", str(tmp_path))
+    down = streams("broker", "down", "--port", port, "--data-dir", str(tmp_path), env=NO_CLUSTER)
     assert down.returncode == 0
     assert "no broker running" in down.stdout
     assert not (tmp_path / "broker.pid").exists()

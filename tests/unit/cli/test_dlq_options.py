@@ -5,18 +5,16 @@ from __future__ import annotations
 import logging
 
 import pytest
+from cli_runner import Run, streams
 from confluent_kafka import KafkaError, KafkaException
-from typer.testing import CliRunner, Result
 
 from streams import cli
-from streams.cli import app
 
 
-def streams(*args: str) -> Result:
-    # A port nothing listens on: these must fail before any connection is tried.
-    return CliRunner().invoke(
-        app, ["dlq", *args], env={"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "COLUMNS": "200"}
-    )
+def dlq(*args: str) -> Run:
+    """``streams dlq ARGS``, on a port nothing listens on: these must fail before any
+    connection is tried."""
+    return streams("dlq", *args, env={"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"})
 
 
 @pytest.mark.parametrize(
@@ -31,16 +29,16 @@ def streams(*args: str) -> Result:
     ],
 )
 def test_bad_selections_are_one_line_errors(args: list[str], message: str) -> None:
-    result = streams(*args)
-    assert result.exit_code == 1
+    result = dlq(*args)
+    assert result.returncode == 1
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_help_names_the_dry_run_default() -> None:
-    result = streams("replay", "--help")
-    assert result.exit_code == 0
+    result = dlq("replay", "--help")
+    assert result.returncode == 0
     assert "--execute" in result.stdout
     assert "dry run" in result.stdout
 
@@ -48,10 +46,10 @@ def test_help_names_the_dry_run_default() -> None:
 @pytest.mark.parametrize("text", ["[bold]3", "[/data/in.csv]"])
 def test_error_lines_print_what_they_quote_as_it_is(text: str) -> None:
     # rich markup would eat the first and raise MarkupError on the second
-    result = streams("show", "app-t-dlq", "--record", text)
-    assert result.exit_code == 1
+    result = dlq("show", "app-t-dlq", "--record", text)
+    assert result.returncode == 1
+    # (a MarkupError would escape ``main`` and fail this test: the runner raises it)
     assert f"--record expects PARTITION:OFFSET, got {text!r}" in result.stderr
-    assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
 def test_a_kafka_client_error_is_one_line_and_its_traceback_only_with_v(

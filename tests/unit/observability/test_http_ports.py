@@ -5,11 +5,8 @@ request can hold (``streams.observability.server``, ``streams.http_access``)."""
 from __future__ import annotations
 
 import json
-import os
 import selectors
 import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -20,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from cli_runner import streams
 
 from streams.cluster import Member
 from streams.codec import AvroCodec
@@ -288,18 +286,8 @@ def test_a_head_longer_than_the_bound_is_dropped_at_once(health: Health) -> None
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def streams(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``streams ARGS`` as a user runs it, on a port no broker listens on."""
-    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "COLUMNS": "200", **env}
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+# A port no broker listens on: the commands are refused before asking, or fail asking.
+NO_BROKER = "127.0.0.1:1"
 
 
 @pytest.mark.parametrize(
@@ -313,7 +301,8 @@ def streams(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     ],
 )  # fmt: skip
 def test_a_command_refuses_another_host_without_a_token_in_one_line(args: list[str]) -> None:
-    result = streams(*args, "--timeout", "1", STREAMS_HTTP_TOKEN="")
+    env = {"KAFKA_BOOTSTRAP_SERVERS": NO_BROKER, "STREAMS_HTTP_TOKEN": ""}
+    result = streams(*args, "--timeout", "1", env=env, cwd=ROOT)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1  # the parent of --instances refuses before starting any child
@@ -325,11 +314,12 @@ def test_with_a_token_file_the_command_goes_on_to_the_cluster(tmp_path: Path) ->
     token = tmp_path / "token"
     token.write_text(f"{TOKEN.value}\n")
     args = ["run", "topology/orders.py", "--metrics-port", "0", "--http-host", "0.0.0.0"]
-    result = streams(*args, "--http-token-file", str(token), "--timeout", "1")
+    env = {"KAFKA_BOOTSTRAP_SERVERS": NO_BROKER}
+    result = streams(*args, "--http-token-file", str(token), "--timeout", "1", env=env, cwd=ROOT)
     assert result.returncode == 1
     assert "refusing to serve" not in result.stderr  # past the check: no broker on port 1
     assert TOKEN.value not in result.stderr + result.stdout
-    missing = streams(*args, "--http-token-file", str(tmp_path / "nothing"))
+    missing = streams(*args, "--http-token-file", str(tmp_path / "nothing"), env=env, cwd=ROOT)
     assert missing.stderr.strip() == (
         f"error: cannot read the token file {tmp_path / 'nothing'}: No such file or directory"
     )

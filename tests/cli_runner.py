@@ -1,0 +1,144 @@
+"""``streams ARGS`` run in the test's own process, as a user's shell would run it.
+
+Starting an interpreter and importing the command tree costs a second or two on a busy
+machine, about as long as most commands take; the suites call the command some hundred
+times. So a test whose point is what a command does (its output, exit code, one-line
+error) runs it here; a test whose point is the process itself (the console script, signals,
+a crash, librdkafka writing to file descriptor 2) still starts one.
+
+A run goes through ``streams.cli.main``, the console script's entry point, so errors
+become the same one line and exit status; an exception ``main`` does not handle (a bug,
+which a real process would end on with a traceback and status 1) is raised into the test.
+
+What a process would leave behind when it exits is put back after every run, so runs stay
+as independent as processes are (a pytest-xdist worker runs many tests in one process):
+
+- the environment (``use_schemas`` exports ``$STREAMS_SCHEMAS``; the next command would
+  read that folder rather than find its own), the working folder and ``sys.argv``;
+- logging: the root logger's handlers and level (``configure_logging`` adds a handler on
+  this run's stderr, closed once the run is over) and structlog's configuration;
+- the schema catalogs loaded (cached per folder: a test may change a folder between runs).
+
+Standard input is a pipe, empty unless given, as in a script, never a terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from unittest.mock import patch
+
+import structlog
+from click.testing import CliRunner
+
+from streams import cli
+
+# Imported before any run: on import it routes structlog into stdlib logging (unless
+# configured already), the state a run's ``configure_logging`` is undone back to.
+from streams import logs as _logs  # noqa: F401
+from streams.cli import _common
+from streams.schemas import catalog
+
+# Wide enough that no table row wraps; rich reads $COLUMNS once, when a console is made.
+COLUMNS = 200
+
+
+@dataclass(frozen=True)
+class Run:
+    """How a command ended: named as ``subprocess.CompletedProcess`` names them, so a test
+    reads a run here and a real process's the same way."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        """Everything printed, stdout then stderr."""
+        return self.stdout + self.stderr
+
+
+def streams(
+    *args: str,
+    env: Mapping[str, str | None] | None = None,
+    stdin: str | None = None,
+    cwd: Path | None = None,
+) -> Run:
+    """``streams ARGS`` with this process's environment updated by ``env`` (a None value
+    unsets the variable), ``stdin`` on standard input and ``cwd`` as working folder."""
+    # Process state is put back last: isolation restores sys.stdin/stdout/stderr first.
+    isolated = CliRunner().isolation(input=stdin, env={"COLUMNS": str(COLUMNS), **(env or {})})
+    with (
+        _process_state(cwd),
+        _wide_plain_consoles(),
+        isolated as (out, err, _),
+        _console_script(args),
+    ):
+        code = _exit_code_of(cli.main)
+        return Run(code, out.getvalue().decode(), err.getvalue().decode())
+
+
+def _exit_code_of(main: Callable[[], None]) -> int:
+    """The exit status ``main()`` ends with, as a process's (``sys.exit`` semantics)."""
+    try:
+        main()
+    except SystemExit as exc:
+        if exc.code is None:
+            return 0
+        if isinstance(exc.code, int):
+            return exc.code
+        # sys.exit("message"): Python prints the message to stderr and exits with 1
+        print(exc.code, file=sys.stderr)
+        return 1
+    return 0
+
+
+@contextlib.contextmanager
+def _process_state(cwd: Path | None) -> Iterator[None]:
+    """Put back what a command changes in the process (see the module docstring)."""
+    environ = dict(os.environ)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    structlog_config = structlog.get_config()
+    try:
+        with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+            yield
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        structlog.configure(**structlog_config)
+        catalog._load_cached.cache_clear()
+
+
+@contextlib.contextmanager
+def _console_script(args: tuple[str, ...]) -> Iterator[None]:
+    """``sys.argv`` and ``__main__`` as the ``streams`` console script has them: click names
+    the program in its usage lines from both (under ``python -m pytest`` it would say
+    ``python -m pytest.streams``); the script's ``__main__`` is in no package."""
+    main = sys.modules["__main__"]
+    # Not patch.dict on sys.modules: undoing it would also drop the modules the run imported.
+    sys.modules["__main__"] = ModuleType("__main__")
+    try:
+        with patch.object(sys, "argv", ["streams", *args]):
+            yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+@contextlib.contextmanager
+def _wide_plain_consoles() -> Iterator[None]:
+    """The commands' rich consoles as a pipe would make them: ``COLUMNS`` wide, no colour.
+    They were made once, at import, from whatever this process's terminal was then."""
+    with contextlib.ExitStack() as stack:
+        for console in (_common.console, _common.err_console):
+            stack.enter_context(patch.object(console, "_width", COLUMNS))
+            stack.enter_context(patch.object(console, "_color_system", None))
+        yield
