@@ -1,14 +1,19 @@
-"""``streams ARGS`` run in the test's own process, as a user's shell would run it.
+"""``streams ARGS`` as a user's shell runs it: in the test's own process (``streams``), or
+as the installed console script in a process of its own (``streams_process``).
 
 Starting an interpreter and importing the command tree costs a second or two on a busy
 machine, about as long as most commands take; the suites call the command some hundred
 times. So a test whose point is what a command does (its output, exit code, one-line
-error) runs it here; a test whose point is the process itself (the console script, signals,
-a crash, librdkafka writing to file descriptor 2) still starts one.
+error) runs it in-process; a test whose point is the process itself (the console script
+and the status the shell sees, signals, a crash, what is left on file descriptor 2 once
+the process is gone) starts one.
 
-A run goes through ``streams.cli.main``, the console script's entry point, so errors
-become the same one line and exit status; an exception ``main`` does not handle (a bug,
-which a real process would end on with a traceback and status 1) is raised into the test.
+A run in-process goes through ``streams.cli.main``, the console script's entry point, so
+errors become the same one line and exit status; an exception ``main`` does not handle (a
+bug, which a real process would end on with a traceback and status 1) is raised into the
+test. Its ``stderr`` is what was printed to ``sys.stderr``, then what was written straight
+to file descriptor 2 during the run (librdkafka's own lines, had a client been made
+without Streams' logger), so a test that no such line reached the user still holds.
 
 What a process would leave behind when it exits is put back after every run, so runs stay
 as independent as processes are (a pytest-xdist worker runs many tests in one process):
@@ -25,9 +30,12 @@ Standard input is a pipe, empty unless given, as in a script, never a terminal.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +55,11 @@ from streams.schemas import catalog
 
 # Wide enough that no table row wraps; rich reads $COLUMNS once, when a console is made.
 COLUMNS = 200
+# The project folder, where a command runs unless told: its schemas/ and topology/ are found
+# there as in a user's checkout.
+ROOT = Path(__file__).resolve().parents[1]
+# The console script pip installed next to this interpreter, as a user's shell finds it.
+SCRIPT = Path(sys.executable).with_name("streams")
 
 
 @dataclass(frozen=True)
@@ -66,22 +79,65 @@ class Run:
 
 def streams(
     *args: str,
+    bootstrap: str | None = None,
     env: Mapping[str, str | None] | None = None,
     stdin: str | None = None,
-    cwd: Path | None = None,
+    cwd: Path = ROOT,
 ) -> Run:
-    """``streams ARGS`` with this process's environment updated by ``env`` (a None value
-    unsets the variable), ``stdin`` on standard input and ``cwd`` as working folder."""
+    """``streams ARGS`` in this process, from folder ``cwd``, with ``stdin`` on standard
+    input, against the cluster at ``bootstrap`` (given as users give it, in
+    ``$KAFKA_BOOTSTRAP_SERVERS``), with this process's environment updated by ``env`` (a
+    None value unsets the variable)."""
     # Process state is put back last: isolation restores sys.stdin/stdout/stderr first.
-    isolated = CliRunner().isolation(input=stdin, env={"COLUMNS": str(COLUMNS), **(env or {})})
+    isolated = CliRunner().isolation(input=stdin, env=_overrides(bootstrap, env))
     with (
         _process_state(cwd),
         _wide_plain_consoles(),
+        _fd2_kept() as fd2,
         isolated as (out, err, _),
         _console_script(args),
     ):
         code = _exit_code_of(cli.main)
-        return Run(code, out.getvalue().decode(), err.getvalue().decode())
+    return Run(code, out.getvalue().decode(), err.getvalue().decode() + fd2.getvalue().decode())
+
+
+def streams_process(
+    *args: str,
+    bootstrap: str | None = None,
+    env: Mapping[str, str | None] | None = None,
+    stdin: str | None = None,
+    cwd: Path = ROOT,
+    timeout: float = 120,
+) -> Run:
+    """``streams ARGS`` as the installed console script, in a process of its own; the rest
+    as ``streams``. For a test whose point is the process (see the module docstring)."""
+    environ = {**os.environ}
+    for name, value in _overrides(bootstrap, env).items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
+    done = subprocess.run(
+        [SCRIPT, *args],
+        input=stdin or "",  # a pipe, as in-process: never the terminal pytest runs from
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environ,
+        timeout=timeout,
+        check=False,
+    )
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def _overrides(
+    bootstrap: str | None, env: Mapping[str, str | None] | None
+) -> dict[str, str | None]:
+    """What a run changes in the environment: a wide terminal, ``env``, the cluster."""
+    overrides = {"COLUMNS": str(COLUMNS), **(env or {})}
+    if bootstrap is not None:
+        overrides["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
+    return overrides
 
 
 def _exit_code_of(main: Callable[[], None]) -> int:
@@ -100,14 +156,14 @@ def _exit_code_of(main: Callable[[], None]) -> int:
 
 
 @contextlib.contextmanager
-def _process_state(cwd: Path | None) -> Iterator[None]:
+def _process_state(cwd: Path) -> Iterator[None]:
     """Put back what a command changes in the process (see the module docstring)."""
     environ = dict(os.environ)
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     structlog_config = structlog.get_config()
     try:
-        with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        with contextlib.chdir(cwd):
             yield
     finally:
         os.environ.clear()
@@ -116,6 +172,24 @@ def _process_state(cwd: Path | None) -> Iterator[None]:
         root.setLevel(level)
         structlog.configure(**structlog_config)
         catalog._load_cached.cache_clear()
+
+
+@contextlib.contextmanager
+def _fd2_kept() -> Iterator[io.BytesIO]:
+    """File descriptor 2 pointed at a file for the run, and what was written there in the
+    buffer yielded once it is over: a C library writes there, past ``sys.stderr``."""
+    written = io.BytesIO()
+    with tempfile.TemporaryFile() as kept:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(kept.fileno(), 2)
+        try:
+            yield written
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            kept.seek(0)
+            written.write(kept.read())
 
 
 @contextlib.contextmanager

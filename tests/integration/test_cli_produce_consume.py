@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cli_runner import streams
 from confluent_kafka import Producer
 
 from streams.testing import TopicFactory
@@ -18,27 +19,6 @@ from streams.testing.topics import unique_topic_name
 from streams.testing.topology_process import TopologyProcess
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def streams(
-    bootstrap: str, *args: str, stdin: str = "", cwd: Path = ROOT
-) -> subprocess.CompletedProcess[str]:
-    """``streams ARGS`` against ``bootstrap`` (from $KAFKA_BOOTSTRAP_SERVERS, as users set
-    it), from ``cwd``: the project folder by default, so the schemas are found as a user's
-    would be. Standard input is ``stdin``, never a terminal, as in a script."""
-    # a wide terminal for tables, so a row's cells are not wrapped
-    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "COLUMNS": "200"}
-    env.pop("STREAMS_SCHEMAS", None)
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-        check=False,
-    )
 
 
 def order(order_id: str, customer: str, *, total: Any = None) -> str:
@@ -54,7 +34,7 @@ def order(order_id: str, customer: str, *, total: Any = None) -> str:
 
 
 def consumed(bootstrap: str, topic: str, *args: str) -> list[dict[str, Any]]:
-    result = streams(bootstrap, "consume", topic, *args)
+    result = streams("consume", topic, *args, bootstrap=bootstrap)
     assert result.returncode == 0, result.stderr
     return [json.loads(line) for line in result.stdout.splitlines()]
 
@@ -72,7 +52,6 @@ def test_produce_run_consume_round_trip(
         order("o-3", "c-3"),
     ]
     wrote = streams(
-        kafka_bootstrap,
         "produce",
         source,
         "--type",
@@ -82,6 +61,7 @@ def test_produce_run_consume_round_trip(
         "--correlation-id",
         correlation,
         stdin="\n".join(lines),
+        bootstrap=kafka_bootstrap,
     )
     assert wrote.returncode == 0, wrote.stderr
     assert f"wrote 3 records to {source}" in wrote.stdout
@@ -108,7 +88,6 @@ def test_consume_shows_a_garbage_record_raw_and_goes_on(
 ) -> None:
     topic = make_topic("cli-garbage")
     first = streams(
-        kafka_bootstrap,
         "produce",
         topic,
         "--type",
@@ -116,6 +95,7 @@ def test_consume_shows_a_garbage_record_raw_and_goes_on(
         "--key",
         "customer_id",
         stdin=order("o-1", "c-1"),
+        bootstrap=kafka_bootstrap,
     )
     assert first.returncode == 0, first.stderr
     raw = Producer({"bootstrap.servers": kafka_bootstrap})
@@ -123,7 +103,12 @@ def test_consume_shows_a_garbage_record_raw_and_goes_on(
     raw.produce(topic, b"plain text", b"\xfe\xff")
     assert raw.flush(30) == 0
     last = streams(
-        kafka_bootstrap, "produce", topic, "--type", "order.placed@2", stdin=order("o-2", "c-2")
+        "produce",
+        topic,
+        "--type",
+        "order.placed@2",
+        stdin=order("o-2", "c-2"),
+        bootstrap=kafka_bootstrap,
     )
     assert last.returncode == 0, last.stderr
 
@@ -142,9 +127,9 @@ def test_consume_shows_a_garbage_record_raw_and_goes_on(
     bounded = consumed(kafka_bootstrap, topic, "--from", "1", "--to", "3")
     assert [r["offset"] for r in bounded] == [1, 2]
     assert len(consumed(kafka_bootstrap, topic, "--max", "3")) == 3
-    shifted = streams(kafka_bootstrap, "consume", topic, "--from=-2")
+    shifted = streams("consume", topic, "--from=-2", bootstrap=kafka_bootstrap)
     assert shifted.returncode == 1 and "no committed offset" in shifted.stderr
-    table = streams(kafka_bootstrap, "consume", topic, "--format", "table")
+    table = streams("consume", topic, "--format", "table", bootstrap=kafka_bootstrap)
     assert table.returncode == 0, table.stderr
     rows = [line for line in table.stdout.splitlines() if line.startswith("│ 0 │")]
     assert len(rows) == 4  # one row per record
@@ -157,7 +142,12 @@ def test_an_invalid_line_stops_produce_with_its_line_and_field(
     topic = make_topic("cli-invalid")
     lines = [order("o-1", "c-1"), order("o-2", "c-2"), order("o-3", "c-3", total="12")]
     result = streams(
-        kafka_bootstrap, "produce", topic, "--type", "order.placed@2", stdin="\n".join(lines)
+        "produce",
+        topic,
+        "--type",
+        "order.placed@2",
+        stdin="\n".join(lines),
+        bootstrap=kafka_bootstrap,
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
@@ -172,7 +162,6 @@ def test_dry_run_prints_the_envelopes_and_writes_nothing(
 ) -> None:
     topic = make_topic("cli-dry")
     result = streams(
-        kafka_bootstrap,
         "produce",
         topic,
         "--type",
@@ -181,6 +170,7 @@ def test_dry_run_prints_the_envelopes_and_writes_nothing(
         "{customer_id}/{order_id}",
         "--dry-run",
         stdin=f"{order('o-1', 'c-1')}\n\n{order('o-2', 'c-2')}\n",
+        bootstrap=kafka_bootstrap,
     )
     assert result.returncode == 0, result.stderr
     envelopes = [json.loads(line) for line in result.stdout.splitlines()]
@@ -195,7 +185,6 @@ def test_count_with_rate_cycles_over_the_input(
 ) -> None:
     topic = make_topic("cli-load", partitions=2)
     result = streams(
-        kafka_bootstrap,
         "produce",
         topic,
         "--type",
@@ -208,6 +197,7 @@ def test_count_with_rate_cycles_over_the_input(
         "50/s",
         "--json",
         stdin=f"{order('o-1', 'c-1')}\n{order('o-2', 'c-2')}\n",
+        bootstrap=kafka_bootstrap,
     )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
@@ -223,7 +213,7 @@ def test_follow_waits_for_a_topic_that_does_not_exist_yet(kafka_bootstrap: str) 
     # A consumer started before the topology that creates its topic (the quickstart's order)
     # waits for the topic; without --follow a missing topic is an error at once.
     topic = unique_topic_name("cli-later")
-    missing = streams(kafka_bootstrap, "consume", topic)
+    missing = streams("consume", topic, bootstrap=kafka_bootstrap)
     assert missing.returncode == 1
     assert "does not exist" in missing.stderr
 
@@ -240,14 +230,19 @@ def test_follow_waits_for_a_topic_that_does_not_exist_yet(kafka_bootstrap: str) 
         assert follower.stderr is not None
         # the one line saying what it waits for comes before the topic exists
         assert "waiting for topic" in follower.stderr.readline()
-        assert streams(kafka_bootstrap, "topics", "create", topic).returncode == 0
+        assert streams("topics", "create", topic, bootstrap=kafka_bootstrap).returncode == 0
         wrote = streams(
-            kafka_bootstrap, "produce", topic, "--type", "order.placed@2", stdin=order("o-9", "c-9")
+            "produce",
+            topic,
+            "--type",
+            "order.placed@2",
+            stdin=order("o-9", "c-9"),
+            bootstrap=kafka_bootstrap,
         )
         assert wrote.returncode == 0, wrote.stderr
         out, _ = follower.communicate(timeout=60)
     finally:
         follower.kill()
-        streams(kafka_bootstrap, "topics", "delete", topic, "--yes", "--if-exists")
+        streams("topics", "delete", topic, "--yes", "--if-exists", bootstrap=kafka_bootstrap)
     assert follower.returncode == 0
     assert [json.loads(line)["data"]["order_id"] for line in out.splitlines()] == ["o-9"]

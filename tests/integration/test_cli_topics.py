@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
+from cli_runner import Run, streams
 from confluent_kafka.admin import AdminClient
 
 from streams.cluster import Cluster, delete_topics
 from streams.testing.topics import unique_topic_name
-
-
-def streams(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``streams ARGS -b BOOTSTRAP`` with no terminal on stdin, as in a script."""
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args, "-b", bootstrap],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.fixture
@@ -34,7 +21,7 @@ def topic_name(kafka_admin: AdminClient) -> Iterator[str]:
     delete_topics(kafka_admin, [name])
 
 
-def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+def one_error_line(result: Run) -> str:
     assert result.returncode == 1, result
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
@@ -45,7 +32,6 @@ def test_create_describe_list_delete_round_trip(
     kafka_bootstrap: str, kafka_admin: AdminClient, topic_name: str
 ) -> None:
     created = streams(
-        kafka_bootstrap,
         "topics",
         "create",
         topic_name,
@@ -55,11 +41,12 @@ def test_create_describe_list_delete_round_trip(
         "retention.ms=3600000",
         "--topic-config",
         "cleanup.policy=compact",
+        bootstrap=kafka_bootstrap,
     )
     assert created.returncode == 0, created.stderr
     assert f"created topic {topic_name}" in created.stdout
 
-    described = streams(kafka_bootstrap, "topics", "describe", topic_name, "--json")
+    described = streams("topics", "describe", topic_name, "--json", bootstrap=kafka_bootstrap)
     assert described.returncode == 0, described.stderr
     info = json.loads(described.stdout)
     assert [p["partition"] for p in info["partitions"]] == [0, 1, 2]
@@ -71,29 +58,31 @@ def test_create_describe_list_delete_round_trip(
     # An internal topic for --all to show (and the plain list to hide): the broker makes
     # __consumer_offsets at a group's first commit, so the test does not rely on another's.
     Cluster(kafka_bootstrap).alter_committed(f"{topic_name}-group", {(topic_name, 0): 0})
-    listed = streams(kafka_bootstrap, "topics", "list", "--json")
+    listed = streams("topics", "list", "--json", bootstrap=kafka_bootstrap)
     assert listed.returncode == 0, listed.stderr
     rows = {r["topic"]: r for r in json.loads(listed.stdout)}
     assert rows[topic_name]["partitions"] == 3
     assert rows[topic_name]["replication_factor"] == 1
     assert not any(name.startswith("__") for name in rows)  # internal ones only with --all
-    everything = json.loads(streams(kafka_bootstrap, "topics", "list", "--all", "--json").stdout)
+    everything = json.loads(
+        streams("topics", "list", "--all", "--json", bootstrap=kafka_bootstrap).stdout
+    )
     assert "__consumer_offsets" in {r["topic"] for r in everything}
 
     # without --execute: a dry run that says what it would delete, and the topic stays
-    dry = streams(kafka_bootstrap, "topics", "delete", topic_name)
+    dry = streams("topics", "delete", topic_name, bootstrap=kafka_bootstrap)
     assert dry.returncode == 0, dry.stderr
     said = " ".join(dry.stdout.split())  # as one line of words, however it wrapped
     assert f"would delete {topic_name}" in said and "pass --execute" in said
     assert topic_name in kafka_admin.list_topics(timeout=10).topics
 
-    deleted = streams(kafka_bootstrap, "topics", "delete", topic_name, "--execute")
+    deleted = streams("topics", "delete", topic_name, "--execute", bootstrap=kafka_bootstrap)
     assert deleted.returncode == 0, deleted.stderr
     assert topic_name not in kafka_admin.list_topics(timeout=10).topics
-    again = streams(kafka_bootstrap, "topics", "delete", topic_name)
+    again = streams("topics", "delete", topic_name, bootstrap=kafka_bootstrap)
     assert "does not exist" in one_error_line(again)
     skipped = streams(
-        kafka_bootstrap, "topics", "delete", topic_name, "--yes", "--if-exists"
+        "topics", "delete", topic_name, "--yes", "--if-exists", bootstrap=kafka_bootstrap
     )  # --yes: the old name
     assert skipped.returncode == 0, skipped.stderr
 
@@ -101,26 +90,30 @@ def test_create_describe_list_delete_round_trip(
 def test_creating_an_existing_topic_is_one_error_line_unless_if_not_exists(
     kafka_bootstrap: str, topic_name: str
 ) -> None:
-    assert streams(kafka_bootstrap, "topics", "create", topic_name).returncode == 0
-    again = streams(kafka_bootstrap, "topics", "create", topic_name, "-p", "4")
+    assert streams("topics", "create", topic_name, bootstrap=kafka_bootstrap).returncode == 0
+    again = streams("topics", "create", topic_name, "-p", "4", bootstrap=kafka_bootstrap)
     assert f"topic '{topic_name}' already exists" in one_error_line(again)
     accepted = streams(
-        kafka_bootstrap, "topics", "create", topic_name, "-p", "4", "--if-not-exists"
+        "topics", "create", topic_name, "-p", "4", "--if-not-exists", bootstrap=kafka_bootstrap
     )
     assert accepted.returncode == 0, accepted.stderr
     assert "exists already" in accepted.stdout
-    info = json.loads(streams(kafka_bootstrap, "topics", "describe", topic_name, "--json").stdout)
+    info = json.loads(
+        streams("topics", "describe", topic_name, "--json", bootstrap=kafka_bootstrap).stdout
+    )
     assert len(info["partitions"]) == 1  # left as it was
 
 
 def test_a_refused_creation_and_a_missing_topic_are_one_error_line(
     kafka_bootstrap: str, topic_name: str
 ) -> None:
-    too_many = streams(kafka_bootstrap, "topics", "create", topic_name, "-r", "3")
+    too_many = streams("topics", "create", topic_name, "-r", "3", bootstrap=kafka_bootstrap)
     assert "replication factor" in one_error_line(too_many)
-    unknown = streams(kafka_bootstrap, "topics", "create", topic_name, "--topic-config", "nope=1")
+    unknown = streams(
+        "topics", "create", topic_name, "--topic-config", "nope=1", bootstrap=kafka_bootstrap
+    )
     assert "nope" in one_error_line(unknown)
-    missing = streams(kafka_bootstrap, "topics", "describe", topic_name)
+    missing = streams("topics", "describe", topic_name, bootstrap=kafka_bootstrap)
     assert "does not exist" in one_error_line(missing)
 
 

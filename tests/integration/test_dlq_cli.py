@@ -3,16 +3,13 @@
 Input records are written to a source topic by a plain producer, read back, "processed"
 (decoded with the real codec; a processor that fails for some), and each failure is
 routed with ``FailureRouter`` until it lands in the DLQ. The CLI then runs as a user runs
-it: a subprocess of ``python -m streams``.
+it, in this process (tests/cli_runner.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -21,6 +18,7 @@ from typing import Any
 
 import factories
 import pytest
+from cli_runner import streams
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from confluent_kafka.admin._config import ConfigResource
 
@@ -97,21 +95,8 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> list[int]:
         consumer.close()
 
 
-def streams_cli(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "streams", "dlq", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-    )
-
-
 def cli_json(bootstrap: str, *args: str) -> Any:
-    result = streams_cli(bootstrap, *args, "--json")
+    result = streams("dlq", *args, "--json", bootstrap=bootstrap)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -246,7 +231,7 @@ def test_list_counts_dead_letters_per_error_and_source(kafka_bootstrap: str, dlq
     assert summary["oldest"] <= summary["newest"]
     assert (summary["replayed"], summary["replays"]) == (0, 0)
 
-    table = streams_cli(kafka_bootstrap, "list", dlq.topics.dlq)
+    table = streams("dlq", "list", dlq.topics.dlq, bootstrap=kafka_bootstrap)
     assert table.returncode == 0, table.stderr
     assert "5 dead letter(s)" in table.stdout
     assert "MalformedRecordError" in table.stdout
@@ -293,7 +278,7 @@ def test_replay_is_a_dry_run_by_default_and_execute_sends_exactly_the_chosen(
     assert dry["dry_run"] is True
     assert dry["sent"] == 0
     assert sorted(r["key"] for r in dry["records"]) == ["c-1", "c-2"]
-    text = streams_cli(kafka_bootstrap, "replay", dlq.topics.dlq, "-e", "ValueError")
+    text = streams("dlq", "replay", dlq.topics.dlq, "-e", "ValueError", bootstrap=kafka_bootstrap)
     assert "dry run: nothing sent" in text.stdout
     assert end_offsets(kafka_bootstrap, dlq.source, 3) == before
     assert end_offsets(kafka_bootstrap, dlq.topics.dlq, 3) == dlq_before
@@ -333,8 +318,14 @@ def test_replay_to_a_missing_topic_fails_cleanly_and_sends_nothing(
     kafka_bootstrap: str, dlq: Dlq
 ) -> None:
     before = end_offsets(kafka_bootstrap, dlq.topics.dlq, 3)
-    result = streams_cli(
-        kafka_bootstrap, "replay", dlq.topics.dlq, "--to", "no-such-topic-x1", "--execute"
+    result = streams(
+        "dlq",
+        "replay",
+        dlq.topics.dlq,
+        "--to",
+        "no-such-topic-x1",
+        "--execute",
+        bootstrap=kafka_bootstrap,
     )
     assert result.returncode == 1
     assert "no-such-topic-x1" in result.stderr
@@ -343,7 +334,7 @@ def test_replay_to_a_missing_topic_fails_cleanly_and_sends_nothing(
 
 
 def test_a_missing_dlq_topic_is_a_one_line_error(kafka_bootstrap: str) -> None:
-    result = streams_cli(kafka_bootstrap, "list", "no-such-app-orders-dlq")
+    result = streams("dlq", "list", "no-such-app-orders-dlq", bootstrap=kafka_bootstrap)
     assert result.returncode == 1
     assert result.stderr.strip() == (
         "error: no topic 'no-such-app-orders-dlq' (is the app id or topic name right?)"
@@ -360,7 +351,7 @@ def test_an_empty_dlq_lists_as_empty(kafka_bootstrap: str, make_topic: TopicFact
 def test_a_topic_that_is_no_dlq_is_refused_in_one_line(kafka_bootstrap: str, dlq: Dlq) -> None:
     """The source topic holds records, none with error headers: no summary of zeros."""
     for command in ("list", "show"):
-        result = streams_cli(kafka_bootstrap, command, dlq.source)
+        result = streams("dlq", command, dlq.source, bootstrap=kafka_bootstrap)
         assert result.returncode == 1
         assert result.stderr.strip() == (
             f"error: {dlq.source} holds no dead letters: 8 record(s) without error headers "

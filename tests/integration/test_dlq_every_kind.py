@@ -4,16 +4,15 @@ foreign record (no envelope headers), no key, a value cut to fit, a decoded enve
 replayed before, and its replay mark.
 
 The letters are routed with ``FailureRouter`` from records read back from a source topic,
-as the runtime routes them. Commands run in-process through ``streams.cli.main`` (its
-one-line errors and exit codes are the point, not the process boundary).
+as the runtime routes them. Commands run in-process (tests/cli_runner.py: its one-line
+errors and exit codes are the point, not the process boundary); a crash, an exception
+``main`` does not turn into a line, fails the test with its traceback.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import time
-import traceback
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +20,9 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
-from click.testing import CliRunner
+from cli_runner import Run, streams
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
-from streams import cli
-from streams.cli import _common
 from streams.codec import AvroCodec
 from streams.codec.errors import MalformedRecordError
 from streams.dlq import execute_dlq_replay, plan_dlq_replay, read_dlq
@@ -41,40 +38,9 @@ SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 GARBAGE = b"\x00\xffnot avro at all"
 
 
-@dataclass
-class Run:
-    code: int | str
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
-
-
-def streams(bootstrap: str, *args: str, stdin: str | None = None) -> Run:
-    """``streams ARGS`` as a user runs it, in this process: ``main`` turns errors into one
-    line and an exit code; anything else escaping it is a crash (code ``"crash"``)."""
-    runner = CliRunner()
-    env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "COLUMNS": "200"}
-    # The consoles read COLUMNS once, when made (by whichever test imported them first).
-    wide = [patch.object(c, "_width", 200) for c in (_common.console, _common.err_console)]
-    with runner.isolation(input=stdin, env=env) as (out, err, _), wide[0], wide[1]:
-        code: int | str = 0
-        with patch.object(sys, "argv", ["streams", *args]):
-            try:
-                cli.main()
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-            except BaseException:
-                code = "crash"
-                sys.stderr.write(traceback.format_exc())
-        return Run(code, out.getvalue().decode(), err.getvalue().decode())
-
-
 def clean(run: Run, code: int = 0) -> Run:
     """``run`` ended with ``code``, no traceback, and an error (if any) in one line."""
-    assert run.code == code, run.output
+    assert run.returncode == code, run.output
     assert "Traceback" not in run.output
     errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) <= 1
@@ -216,14 +182,16 @@ def dlq(kafka_bootstrap: str, make_topic: TopicFactory) -> Dlq:
 
 
 def test_a_dry_run_shows_every_kind_and_sends_nothing(kafka_bootstrap: str, dlq: Dlq) -> None:
-    text = clean(streams(kafka_bootstrap, "dlq", "replay", dlq.topic))
+    text = clean(streams("dlq", "replay", dlq.topic, bootstrap=kafka_bootstrap))
     row = next(line for line in text.stdout.splitlines() if dlq.refs["undecodable"] in line)
     assert "c-7" in row and "MalformedRecordError" in row and " - " in row
     assert f"skipped {dlq.refs['cut']}: its value was cut to fit the DLQ" in text.stderr
     assert "1 replayed already, not sent again (--again sends them too)" in text.stderr
     assert f"--execute sends 4 record(s) to {dlq.source} (4)" in text.stdout
 
-    plan = json.loads(clean(streams(kafka_bootstrap, "dlq", "replay", dlq.topic, "--json")).stdout)
+    plan = json.loads(
+        clean(streams("dlq", "replay", dlq.topic, "--json", bootstrap=kafka_bootstrap)).stdout
+    )
     assert {r["ref"] for r in plan["records"]} == dlq.sendable()
     assert [r["ref"] for r in plan["skipped"]] == [dlq.refs["cut"]]
     assert [r["ref"] for r in plan["replayed_already"]] == [dlq.refs["replayed"]]
@@ -231,13 +199,13 @@ def test_a_dry_run_shows_every_kind_and_sends_nothing(kafka_bootstrap: str, dlq:
 
     for command in ("list", "show"):
         for args in ((), ("--json",)):
-            clean(streams(kafka_bootstrap, "dlq", command, dlq.topic, *args))
+            clean(streams("dlq", command, dlq.topic, *args, bootstrap=kafka_bootstrap))
 
 
 def test_execute_sends_every_kind_once_and_a_rerun_sends_nothing(
     kafka_bootstrap: str, dlq: Dlq
 ) -> None:
-    done = clean(streams(kafka_bootstrap, "dlq", "replay", dlq.topic, "--execute"))
+    done = clean(streams("dlq", "replay", dlq.topic, "--execute", bootstrap=kafka_bootstrap))
     assert f"sent 4 record(s) to {dlq.source} (4)" in done.stdout
     back = {
         h.header_text(m.headers(), h.REPLAY_OF): m for m in read_all(kafka_bootstrap, dlq.source, 3)
@@ -247,17 +215,18 @@ def test_execute_sends_every_kind_once_and_a_rerun_sends_nothing(
     assert undecodable.partition() == dlq.originals["undecodable"].partition()
     assert back[dlq.refs["no_key"]].key() is None
 
-    again = clean(streams(kafka_bootstrap, "dlq", "replay", dlq.topic, "--execute"))
+    again = clean(streams("dlq", "replay", dlq.topic, "--execute", bootstrap=kafka_bootstrap))
     assert "5 replayed already" in again.stderr and "nothing to send" in again.stdout
     assert replayed_refs(kafka_bootstrap, dlq.source, 3) == Counter(dlq.sendable())
-    summary = json.loads(clean(streams(kafka_bootstrap, "dlq", "list", dlq.topic, "--json")).stdout)
+    summary = json.loads(
+        clean(streams("dlq", "list", dlq.topic, "--json", bootstrap=kafka_bootstrap)).stdout
+    )
     assert (summary["total"], summary["replayed"]) == (6, 5)
 
     partition, offset = dlq.refs["no_key"].split("/")[-2:]
     forced = json.loads(
         clean(
             streams(
-                kafka_bootstrap,
                 "dlq",
                 "replay",
                 dlq.topic,
@@ -266,6 +235,7 @@ def test_execute_sends_every_kind_once_and_a_rerun_sends_nothing(
                 "--again",
                 "--execute",
                 "--json",
+                bootstrap=kafka_bootstrap,
             )
         ).stdout
     )
@@ -291,14 +261,16 @@ def test_an_interrupted_replay_marks_what_it_sent_and_a_rerun_sends_only_the_res
 ) -> None:
     StopsAtThirdRecord.sends = 0
     with patch("streams.dlq.replay.Producer", StopsAtThirdRecord):
-        stopped = clean(streams(kafka_bootstrap, "dlq", "replay", dlq.topic, "--execute"), 130)
+        stopped = clean(
+            streams("dlq", "replay", dlq.topic, "--execute", bootstrap=kafka_bootstrap), 130
+        )
     assert "interrupted: every record sent is marked as replayed" in stopped.stderr
     first = replayed_refs(kafka_bootstrap, dlq.source, 3)
     assert sum(first.values()) == 2
     marked = {mark.of for mark in read_dlq(kafka_bootstrap, dlq.topic).marks}
     assert set(first) <= marked  # everything that arrived is marked
 
-    rest = clean(streams(kafka_bootstrap, "dlq", "replay", dlq.topic, "--execute"))
+    rest = clean(streams("dlq", "replay", dlq.topic, "--execute", bootstrap=kafka_bootstrap))
     assert f"sent 2 record(s) to {dlq.source} (2)" in rest.stdout
     assert replayed_refs(kafka_bootstrap, dlq.source, 3) == Counter(dlq.sendable())
 
@@ -327,7 +299,6 @@ def test_a_refused_send_exits_1_in_one_line_and_marks_the_others(
     # one record a batch: the broker refuses the big one alone
     failed = clean(
         streams(
-            kafka_bootstrap,
             "dlq",
             "replay",
             dlq.topic,
@@ -339,6 +310,7 @@ def test_a_refused_send_exits_1_in_one_line_and_marks_the_others(
             "linger.ms=0",
             "-X",
             "batch.num.messages=1",
+            bootstrap=kafka_bootstrap,
         ),
         1,
     )
@@ -362,12 +334,13 @@ def test_every_command_that_writes_to_a_cluster_runs_cleanly_on_every_kind_of_le
     copy = make_topic("dlq-copy", partitions=3)
     group = f"test-dlq-group-{dlq.topic}"
     b = kafka_bootstrap
-    clean(streams(b, "dlq", "replay", dlq.topic, "--execute"))
-    clean(streams(b, "replay", dlq.topic, "--from", "earliest", "--into", copy, "--execute"))
+    clean(streams("dlq", "replay", dlq.topic, "--execute", bootstrap=b))
+    clean(
+        streams("replay", dlq.topic, "--from", "earliest", "--into", copy, "--execute", bootstrap=b)
+    )
     assert len(read_all(b, copy, 3)) == len(read_all(b, dlq.topic, 3))  # letters and marks
     clean(
         streams(
-            b,
             "offsets",
             "reset",
             "earliest",
@@ -377,11 +350,12 @@ def test_every_command_that_writes_to_a_cluster_runs_cleanly_on_every_kind_of_le
             dlq.topic,
             "--new-group",
             "--execute",
+            bootstrap=b,
         )
     )
-    clean(streams(b, "groups", "delete", group, "--execute"))
-    clean(streams(b, "produce", dlq.topic, "--raw", stdin="written by hand\n"))
+    clean(streams("groups", "delete", group, "--execute", bootstrap=b))
+    clean(streams("produce", dlq.topic, "--raw", stdin="written by hand\n", bootstrap=b))
     for command in ("list", "show", "replay"):  # a record nobody dead-lettered among them
-        clean(streams(b, "dlq", command, dlq.topic))
-    clean(streams(b, "consume", dlq.topic, "--format", "table"))
-    clean(streams(b, "topics", "delete", copy, "--execute"))
+        clean(streams("dlq", command, dlq.topic, bootstrap=b))
+    clean(streams("consume", dlq.topic, "--format", "table", bootstrap=b))
+    clean(streams("topics", "delete", copy, "--execute", bootstrap=b))

@@ -6,8 +6,8 @@ import json
 import time
 from collections.abc import Callable
 
+from cli_runner import streams
 from confluent_kafka.admin import AdminClient
-from test_offsets_cli import streams
 from test_replay_seed import seed
 
 from streams.cluster import Cluster, create_topic, delete_topics
@@ -31,12 +31,12 @@ def test_lag_per_group_and_topic_and_the_threshold_exit(
     assert (mine.lag, mine.max_partition_lag, mine.partitions) == (14, 10, 3)
     assert rows[(group, other)].lag == 0
 
-    out = streams(kafka_bootstrap, "lag", "--group", group, "--json", "--threshold", "14")
+    out = streams("lag", "--group", group, "--json", "--threshold", "14", bootstrap=kafka_bootstrap)
     assert out.returncode == 0, out.stderr
     assert [(r["topic"], r["lag"]) for r in json.loads(out.stdout)] == sorted(
         [(seeded.topic, 14), (other, 0)]
     )
-    above = streams(kafka_bootstrap, "lag", "--group", group, "--threshold", "13")
+    above = streams("lag", "--group", group, "--threshold", "13", bootstrap=kafka_bootstrap)
     assert above.returncode == 3
     assert f"worst {group}/{seeded.topic} at 14" in above.stderr
 
@@ -71,18 +71,18 @@ def test_an_apps_retry_tier_is_listed_under_the_input_it_serves(
     Cluster(kafka_bootstrap).alter_committed(app_id, commits)  # the group is the app id
     listed = [(first, None), (tier, first), (second, None)]
 
-    out = streams(kafka_bootstrap, "lag", "--group", app_id, "--json")
+    out = streams("lag", "--group", app_id, "--json", bootstrap=kafka_bootstrap)
     assert out.returncode == 0, out.stderr
     assert [(r["topic"], r["serves"]) for r in json.loads(out.stdout)] == listed
 
-    shown = streams(kafka_bootstrap, "offsets", "show", "--group", app_id, "--json")
+    shown = streams("offsets", "show", "--group", app_id, "--json", bootstrap=kafka_bootstrap)
     assert shown.returncode == 0, shown.stderr
     rows = json.loads(shown.stdout)["partitions"]
     assert [(r["topic"], r["partition"], r["serves"]) for r in rows] == [
         (first, 0, None), (first, 1, None), (tier, 0, first), (tier, 1, first), (second, 0, None),
     ]  # fmt: skip
 
-    table = streams(kafka_bootstrap, "offsets", "show", "--group", app_id)
+    table = streams("offsets", "show", "--group", app_id, bootstrap=kafka_bootstrap)
     assert table.returncode == 0, table.stderr
     # Below 100 columns, one line per record, folded where a name is longer than a line.
     assert f"topic={tier}partition=0serves={first}" in "".join(table.stdout.split())

@@ -6,8 +6,8 @@ import json
 import time
 from collections.abc import Callable
 
+from cli_runner import streams
 from confluent_kafka import Consumer, Producer, TopicPartition
-from test_offsets_cli import streams
 
 from streams.cluster import Cluster
 from streams.replay.lag import lag
@@ -49,11 +49,11 @@ def test_time_lag_is_the_age_of_the_record_at_the_committed_offset(
     assert (row.lag, row.time_lag_s) == (0, 0.0)  # caught up: no time lag either
 
     cluster.alter_committed(group, {(topic, 0): 2, (topic, 1): 1})
-    out = streams(kafka_bootstrap, "lag", "--group", group, "--json")
+    out = streams("lag", "--group", group, "--json", bootstrap=kafka_bootstrap)
     assert out.returncode == 0, out.stderr
     (shown,) = json.loads(out.stdout)
     assert shown["lag"] == 1 and 3600 <= shown["time_lag_s"] < 3600 + 60
-    table = streams(kafka_bootstrap, "lag", "--group", group)
+    table = streams("lag", "--group", group, bootstrap=kafka_bootstrap)
     assert table.returncode == 0, table.stderr
     assert "time lag" in table.stdout and "1h 0m" in table.stdout
 
@@ -108,10 +108,13 @@ def test_an_idle_exactly_once_group_on_a_transactional_topic_has_no_lag(
 
     (row,) = lag(cluster, [group])
     assert (row.lag, row.time_lag_s) == (0, 0.0)
-    idle = streams(kafka_bootstrap, "lag", "--group", group, "--threshold", "0")
+    idle = streams("lag", "--group", group, "--threshold", "0", bootstrap=kafka_bootstrap)
     assert idle.returncode == 0, idle.stderr
 
     cluster.alter_committed(group, {(topic, 0): 3})  # the last two batches unread
     (row,) = lag(cluster, [group])
     assert row.lag > 0 and row.time_lag_s is not None
-    assert streams(kafka_bootstrap, "lag", "--group", group, "--threshold", "0").returncode == 3
+    assert (
+        streams("lag", "--group", group, "--threshold", "0", bootstrap=kafka_bootstrap).returncode
+        == 3
+    )

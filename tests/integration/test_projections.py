@@ -6,13 +6,12 @@ fold while the running app goes on answering, and switched to once caught up."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import streams
 
 from streams.cluster import Cluster
 from streams.envelope import Envelope
@@ -26,17 +25,6 @@ from streams.topology.loader import import_file
 ACCOUNTS_FILE = example_path("accounts")
 ACCOUNTS = import_file(ACCOUNTS_FILE)
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def streams(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args, "-b", bootstrap],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.fixture
@@ -94,13 +82,13 @@ def test_two_instances_answer_every_key_as_the_fold_of_its_events(
     # The command: one line of JSON, from whichever instance owns the key.
     some = sorted(expected)[:3]
     for key in some:
-        shown = streams(kafka_bootstrap, "query", app_id, "balances", key)
+        shown = streams("query", app_id, "balances", key, bootstrap=kafka_bootstrap)
         assert shown.returncode == 0, shown.stderr
         assert json.loads(shown.stdout) == expected[key]
-    missing = streams(kafka_bootstrap, "query", app_id, "balances", "a-none")
+    missing = streams("query", app_id, "balances", "a-none", bootstrap=kafka_bootstrap)
     assert missing.returncode == 1
     assert missing.stderr.strip().endswith(f"balances of {app_id} has no value for 'a-none'")
-    unknown = streams(kafka_bootstrap, "query", app_id, "nope", "a-0001")
+    unknown = streams("query", app_id, "nope", "a-0001", bootstrap=kafka_bootstrap)
     assert unknown.returncode == 1
     assert "has no table 'nope' (tables: ['balances'])" in unknown.stderr
     assert len(unknown.stderr.strip().splitlines()) == 1
@@ -121,12 +109,12 @@ def test_a_rebuild_answers_with_the_old_fold_until_the_new_one_caught_up(
     keys = sorted(before)
     rebuild = ["--name", app_id, "--set", f"input={topic}", "--set", "fee_cents=25"]
     planned = streams(
-        kafka_bootstrap,
         "projections",
         "rebuild",
         str(ACCOUNTS_FILE),
         *rebuild,
         "--json",
+        bootstrap=kafka_bootstrap,
     )
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
@@ -154,5 +142,5 @@ def test_a_rebuild_answers_with_the_old_fold_until_the_new_one_caught_up(
         assert answered > 0
         assert current_app(cluster, app_id) == f"{app_id}-g2"
         assert _all(cluster, current_app(cluster, app_id), keys) == after
-        shown = streams(kafka_bootstrap, "query", app_id, "balances", keys[0])
+        shown = streams("query", app_id, "balances", keys[0], bootstrap=kafka_bootstrap)
         assert json.loads(shown.stdout) == after[keys[0]]

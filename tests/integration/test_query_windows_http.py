@@ -8,7 +8,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import factories
-from test_projections import streams
+from cli_runner import streams
 
 from streams.cluster import Cluster
 from streams.envelope import Envelope
@@ -43,20 +43,32 @@ def test_streams_query_shows_a_customers_open_windows(
         wait_until(lambda: caught_up(cluster, topology), timeout=120, what="the revenue table")
         start, end = "2026-03-01T12:00:00.000Z", "2026-03-01T12:01:00.000Z"
         for i, customer in enumerate(customers):
-            shown = streams(kafka_bootstrap, "query", app_id, "revenue", customer, "--json")
+            shown = streams(
+                "query", app_id, "revenue", customer, "--json", bootstrap=kafka_bootstrap
+            )
             assert shown.returncode == 0, shown.stderr
             (window,) = json.loads(shown.stdout)["windows"]
             assert (window["start"], window["end"]) == (start, end)
             assert window["value"]["orders"] == 5
             assert window["value"]["revenue_cents"] == 5 * 100 * (i + 1)
-        line = streams(kafka_bootstrap, "query", app_id, "revenue", customers[0], "--to", start)
+        line = streams(
+            "query", app_id, "revenue", customers[0], "--to", start, bootstrap=kafka_bootstrap
+        )
         assert line.returncode == 0, line.stderr
         first, last, value = line.stdout.strip().split("  ")
         assert (first, last, json.loads(value)["orders"]) == (start, end, 5)
         later = streams(
-            kafka_bootstrap, "query", app_id, "revenue", customers[0], "--from", "@1772366460000"
+            "query",
+            app_id,
+            "revenue",
+            customers[0],
+            "--from",
+            "@1772366460000",
+            bootstrap=kafka_bootstrap,
         )
         assert later.returncode == 1  # no window starts at 12:01 or after
         assert later.stderr.strip().endswith(f"revenue of {app_id} has no window for 'c-0'")
-        refused = streams(kafka_bootstrap, "query", app_id, "revenue", "c-0", "--from", "noon")
+        refused = streams(
+            "query", app_id, "revenue", "c-0", "--from", "noon", bootstrap=kafka_bootstrap
+        )
         assert refused.returncode != 0 and "--from" in refused.stderr

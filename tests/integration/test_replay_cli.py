@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from cli_runner import streams
 from confluent_kafka.admin import AdminClient
-from test_offsets_cli import streams
 from test_replay_copy import read_all
 from test_replay_seed import MIN, seed
 
@@ -21,7 +21,7 @@ def test_replay_command_dry_run_then_copy(
     args = ["replay", f"{seeded.topic}:0,3", "--from", format_ms(seeded.t0 + 25 * MIN),
             "--to", "3=15,0=latest", "--into", target, "--type", "order.shipped"]  # fmt: skip
     # --to gives 0 and 3 their own ends; p0 from offset 3 (odd offsets are order.shipped)
-    dry = streams(kafka_bootstrap, *args, "--json")  # a dry run: no --execute
+    dry = streams(*args, "--json", bootstrap=kafka_bootstrap)  # a dry run: no --execute
     assert dry.returncode == 0, dry.stderr
     report = json.loads(dry.stdout)
     ranges = {p["partition"]: (p["start"], p["end"]) for p in report["plan"]["partitions"]}
@@ -30,7 +30,7 @@ def test_replay_command_dry_run_then_copy(
     assert copies == {0: 4, 3: 5}
     assert read_all(kafka_bootstrap, target) == []
 
-    done = streams(kafka_bootstrap, *args, "--execute")
+    done = streams(*args, "--execute", bootstrap=kafka_bootstrap)
     assert done.returncode == 0, done.stderr
     assert "copied 9 of 17 records" in done.stdout and "all acknowledged" in done.stdout
     assert len(read_all(kafka_bootstrap, target)) == 9
@@ -38,8 +38,8 @@ def test_replay_command_dry_run_then_copy(
     # A dry run into a topic that does not exist fails as the copy would, before reading.
     missing = f"{target}-missing"
     for execute in ([], ["--execute"]):
-        refused = streams(kafka_bootstrap, "replay", seeded.topic, "--from", "earliest",
-                          "--into", missing, *execute)  # fmt: skip
+        refused = streams("replay", seeded.topic, "--from", "earliest",
+                          "--into", missing, *execute, bootstrap=kafka_bootstrap)  # fmt: skip
         assert refused.returncode == 1, refused.stdout
         assert refused.stderr.splitlines() == [
             f"error: target topic {missing!r} does not exist: create it first"

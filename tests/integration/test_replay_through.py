@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from cli_runner import streams
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from test_offsets_cli import streams
 
 from streams.cluster import Cluster, delete_topics
 from streams.codec import AvroCodec
@@ -123,7 +123,7 @@ def test_the_replay_command_reprocesses_through_a_topology_file(
     args = ["replay", source, "--from", "earliest", "--through", str(SHAPES),
             "--set", f"input={source}", "--set", f"customers={customers}",
             "--app-id", app_id, "--json", "--execute"]  # fmt: skip
-    out = streams(kafka_bootstrap, *args)
+    out = streams(*args, bootstrap=kafka_bootstrap)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)["through"]
     assert report["app_id"] == app_id

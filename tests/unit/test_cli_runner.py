@@ -10,9 +10,11 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 import structlog
 from cli_runner import streams
 
+from streams import cli
 from streams.schemas import SCHEMAS_DIR_ENV, default_catalog
 from streams.schemas.builtin import ERROR_TYPE
 
@@ -45,6 +47,17 @@ def test_an_error_is_status_1_and_one_line_on_stderr(tmp_path: Path) -> None:
     assert run.stdout == ""
     assert len(run.stderr.strip().splitlines()) == 1
     assert run.stderr.startswith("error: ")
+
+
+def test_what_is_written_to_file_descriptor_2_is_stderr_too(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # as librdkafka writes, past sys.stderr, when a client has no Python logger
+    line = "%3|1765000000.000|FAIL|rdkafka#producer-1| 127.0.0.1:1: Connection refused\n"
+    monkeypatch.setattr(cli, "main", lambda: os.write(2, line.encode()))
+    assert streams("anything").stderr == line
+    os.write(2, b"after\n")  # fd 2 is the test's again
+    assert capfd.readouterr().err == "after\n"
 
 
 def test_a_usage_error_is_status_2_and_no_args_is_the_help() -> None:
