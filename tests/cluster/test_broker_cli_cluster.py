@@ -5,30 +5,22 @@ cluster is untouched."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import Run, streams_process
 
 from streams.broker.node import port_in_use
 
 pytestmark = pytest.mark.cluster
 
 
-def streams(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=240,
-        check=False,
-    )
+def streams(*args: str) -> Run:
+    """``streams ARGS`` in a process of its own, as a user runs it: the nodes it starts outlive it
+    (started from this process, a killed one would linger as its zombie child). Without
+    ``$KAFKA_BOOTSTRAP_SERVERS``: set, it names a cluster the commands leave alone."""
+    return streams_process(*args, env={"KAFKA_BOOTSTRAP_SERVERS": None}, timeout=240)
 
 
 def three_free_ports() -> int:

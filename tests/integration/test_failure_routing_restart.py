@@ -5,7 +5,6 @@ while records wait in retry tiers loses nothing and keeps per-key order after a 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from cli_runner import streams
 from confluent_kafka import Message
 
 from streams.codec import AvroCodec
@@ -101,15 +101,9 @@ def test_a_killed_instance_restarts_without_losing_waiting_records_or_their_orde
         assert firsts == [f"a-{key}", f"flaky-{key}", f"c-{key}", f"d-{key}"], out
 
 
-def streams_cli(bootstrap: str, *args: str) -> Any:
-    done = subprocess.run(
-        [sys.executable, "-m", "streams", "dlq", *args, "-b", bootstrap, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
+def dlq_json(bootstrap: str, *args: str) -> Any:
+    """What ``streams dlq ARGS --json`` printed, once it succeeded."""
+    done = streams("dlq", *args, "--json", bootstrap=bootstrap, env={"NO_COLOR": "1"})
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -129,12 +123,12 @@ def test_dlq_replay_after_a_fix_processes_the_dead_letters(
     assert broken.wait(60) == 0
 
     fixed = instances.start(app, source, "retry=1s", "fixed=1")
-    replayed = streams_cli(kafka_bootstrap, "replay", dlq, "--execute")
+    replayed = dlq_json(kafka_bootstrap, "replay", dlq, "--execute")
     assert replayed["sent"] == 2
     with TopicReader(kafka_bootstrap, f"{app}-settled") as reader:
         reader.wait_for(lambda rs: len(rs) >= 3, 60, what="3 settled payments")
         assert sorted(p for _, p in decoded(reader.records)) == ["p-1", "p-2", "p-3"]
-    summary = streams_cli(kafka_bootstrap, "list", dlq)
+    summary = dlq_json(kafka_bootstrap, "list", dlq)
     assert summary["total"] == 2 and summary["replayed"] == 2
     fixed.send_signal(signal.SIGTERM)
     assert fixed.wait(60) == 0

@@ -8,13 +8,12 @@ output topics with deadlines.
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import streams
 
 from streams.cluster import admin_client, delete_topics
 from streams.codec import AvroCodec
@@ -174,14 +173,7 @@ def test_bad_input_goes_to_the_dlq_the_agent_keeps_going_and_dlq_replay_sends_it
 
     # `streams dlq replay` sends them back to their topic and partition; the agent reads
     # them again (still bad: dead-lettered again) and keeps running.
-    result = subprocess.run(
-        [sys.executable, "-m", "streams", "dlq", "replay", dlq, "--execute", "-b", kafka_bootstrap],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = streams("dlq", "replay", dlq, "--execute", bootstrap=kafka_bootstrap)
     assert result.returncode == 0, result.stderr
     back = kafka_io.wait_for_records(
         accepted, len(bad), 30, match=lambda m: REPLAY_OF in dict(m.headers() or [])

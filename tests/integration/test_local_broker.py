@@ -11,11 +11,11 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from cli_runner import Run, streams_process
 from confluent_kafka import Consumer, Producer
 
 from streams.broker import LocalBroker, free_port
@@ -25,17 +25,11 @@ from streams.cluster import admin_client, create_topic
 pytestmark = pytest.mark.integration
 
 
-def streams(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-        check=False,
-    )
+def streams(*args: str) -> Run:
+    """``streams ARGS`` in a process of its own, as a user runs it: the broker it starts outlives it
+    (started from this process, a killed one would linger as its zombie child). Without
+    ``$KAFKA_BOOTSTRAP_SERVERS``: set, it names a cluster the commands leave alone."""
+    return streams_process(*args, env={"KAFKA_BOOTSTRAP_SERVERS": None}, timeout=180)
 
 
 def kafka_pids(data_dir: Path, before: Sequence[int] = ()) -> list[int]:

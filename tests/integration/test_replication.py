@@ -5,12 +5,10 @@ in tests/cluster.)"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import streams
 from confluent_kafka.admin import AdminClient
 from structlog.testing import capture_logs
 
@@ -66,13 +64,12 @@ def test_run_with_more_replicas_than_brokers_fails_in_one_line_and_creates_nothi
     source = make_topic(partitions=1)
     app = unique_topic_name("rf-run")
     brokers = len(kafka_admin.list_topics(timeout=10).brokers)
-    cmd = [
-        *(sys.executable, "-m", "streams", "run", str(ORDERS), "--no-status"),
-        *("--app-id", app, "--set", f"input={source}", "-b", kafka_bootstrap),
+    result = streams(
+        *("run", str(ORDERS), "--no-status", "--app-id", app, "--set", f"input={source}"),
         *("--replication-factor", str(brokers + 1)),
-    ]
-    result = subprocess.run(cmd, capture_output=True, timeout=60, env={**os.environ}, check=False)
-    err = result.stderr.decode()
+        bootstrap=kafka_bootstrap,
+    )
+    err = result.stderr
     assert result.returncode == 1, err
     assert "replication factor" in err.lower()
     assert "Traceback" not in err

@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
 import pytest
+from cli_runner import streams
 
 from streams.codec import AvroCodec
 from streams.envelope import Envelope
@@ -211,24 +210,10 @@ def test_the_request_command_prints_each_reply_and_reports_a_refusal_in_one_line
         {"sku": "spoon", "quantity": 1, "customer_id": "c-0002"},
         {"sku": "pot", "quantity": 1, "customer_id": "c-0003"},
     ]
-    command = [
-        sys.executable,
-        "-m",
-        "streams",
-        "request",
-        quotes_topic,
-        "--type",
-        "quote.requested@1",
-    ]
-    command += ["--reply-to", f"{app_id}-replies", "--key", "sku", "-b", kafka_bootstrap]
-    result = subprocess.run(
-        command,
-        input="\n".join(json.dumps(line) for line in lines),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    command = ["request", quotes_topic, "--type", "quote.requested@1"]
+    command += ["--reply-to", f"{app_id}-replies", "--key", "sku"]
+    requests = "\n".join(json.dumps(line) for line in lines)
+    result = streams(*command, stdin=requests, bootstrap=kafka_bootstrap)
     assert result.returncode == 1, result.stderr
     replies = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["type"], r["data"]["total_cents"]) for r in replies] == [
@@ -246,14 +231,10 @@ def test_the_request_command_prints_each_reply_and_reports_a_refusal_in_one_line
     )
     assert errors[1] == "error: 1 of 3 request(s) failed: 1 error reply"
 
-    unserved = subprocess.run(
-        [*command[:4], "quotes-nobody-serves", *command[5:], "--wait", "1"],
-        input=json.dumps(lines[0]),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    unserved = streams(
+        *command[:1], "quotes-nobody-serves", *command[2:], "--wait", "1",
+        stdin=json.dumps(lines[0]), bootstrap=kafka_bootstrap,
+    )  # fmt: skip
     assert unserved.returncode == 1
     errors = unserved.stderr.strip().splitlines()
     request_id = errors[0].split()[1].removesuffix(":")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
+from cli_runner import streams
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
@@ -86,10 +87,10 @@ def test_instances_share_one_group_dump_stacks_and_stop_together_on_sigterm(
 
 def test_a_missing_source_topic_is_one_line_on_stderr_and_exit_1(kafka_bootstrap: str) -> None:
     missing = unique_topic_name("missing")
-    cmd = streams_run("--set", f"input={missing}", "-b", kafka_bootstrap)
-    result = subprocess.run(cmd, capture_output=True, timeout=60, env={**os.environ}, check=False)
+    result = streams("run", str(ORDERS), "--no-status", "--set", f"input={missing}",
+                     bootstrap=kafka_bootstrap)  # fmt: skip
     assert result.returncode == 1
-    err = result.stderr.decode()
+    err = result.stderr
     assert f"reads topic '{missing}', which does not exist" in err
     assert "Traceback" not in err
 
@@ -99,35 +100,28 @@ def test_a_refused_start_creates_no_topic(
 ) -> None:
     source = make_topic("cli-orders", partitions=2)
     app_id = unique_topic_name("refused")
-    cmd = streams_run("--app-id", app_id, "--set", f"input={source}", "-b", kafka_bootstrap)
+    cmd = ["run", str(ORDERS), "--no-status", "--app-id", app_id, "--set", f"input={source}"]
 
     def created() -> list[str]:
         return [t for t in kafka_admin.list_topics(timeout=10).topics if t.startswith(app_id)]
 
-    bad_guarantee = subprocess.run(
-        [*cmd, "--guarantee", "exactly-once"], capture_output=True, timeout=60, check=False
-    )
+    bad_guarantee = streams(*cmd, "--guarantee", "exactly-once", bootstrap=kafka_bootstrap)
     assert bad_guarantee.returncode != 0
-    assert "exactly-once" in bad_guarantee.stderr.decode()
+    assert "exactly-once" in bad_guarantee.stderr
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        port_taken = subprocess.run(
-            [*cmd, "--metrics-port", str(port)], capture_output=True, timeout=60, check=False
-        )
+        port_taken = streams(*cmd, "--metrics-port", str(port), bootstrap=kafka_bootstrap)
     assert port_taken.returncode == 1
-    assert f"cannot serve on port {port}" in port_taken.stderr.decode()
-    no_token = {k: v for k, v in os.environ.items() if not k.startswith("STREAMS_HTTP_TOKEN")}
-    open_to_all = subprocess.run(
-        [*cmd, "--metrics-port", "0", "--query-port", "0", "--http-host", "0.0.0.0"],
-        capture_output=True,
-        timeout=60,
-        env=no_token,
-        check=False,
-    )
+    assert f"cannot serve on port {port}" in port_taken.stderr
+    no_token = {name: None for name in os.environ if name.startswith("STREAMS_HTTP_TOKEN")}
+    open_to_all = streams(
+        *cmd, "--metrics-port", "0", "--query-port", "0", "--http-host", "0.0.0.0",
+        env=no_token, bootstrap=kafka_bootstrap,
+    )  # fmt: skip
     assert open_to_all.returncode == 1
-    assert open_to_all.stderr.decode().startswith(
+    assert open_to_all.stderr.startswith(
         "error: refusing to serve the metrics and query ports on 0.0.0.0 without a token"
     )
     assert created() == []  # no output, retry tier, DLQ or changelog left behind

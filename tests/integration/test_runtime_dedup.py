@@ -7,13 +7,12 @@ another machine: the store comes back from its changelog). One output.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import factories
+from cli_runner import streams
 from confluent_kafka import KafkaException, Message
 from confluent_kafka.admin import AdminClient
 
@@ -164,12 +163,10 @@ def test_a_changelog_with_the_wrong_partition_count_stops_the_run_before_anythin
     topic = make_topic("dedup-in", partitions=PARTITIONS)
     create_topic(kafka_admin, f"{app_id}-dedup-changelog", 3, {"cleanup.policy": "compact"})
     produce_envelopes(kafka_bootstrap, topic, [order(1)], AvroCodec(default_catalog()))
-    cmd = [
-        sys.executable, "-m", "streams", "run", str(DEDUP), "--app-id", app_id,
-        "--set", f"input={topic}", "--bootstrap", kafka_bootstrap, "--no-status",
-        "--state-dir", str(tmp_path),
-    ]  # fmt: skip
-    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+    done = streams(
+        "run", str(DEDUP), "--app-id", app_id, "--set", f"input={topic}", "--no-status",
+        "--state-dir", str(tmp_path), bootstrap=kafka_bootstrap,
+    )  # fmt: skip
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
         f"error: changelog topic '{app_id}-dedup-changelog' has 3 partitions but the input "

@@ -11,21 +11,15 @@ value carries ``MARK`` at both ends and in the middle, so even a piece of one is
 from __future__ import annotations
 
 import json
-import logging
 import secrets
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
+from cli_runner import streams
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
-from typer.testing import CliRunner
 
-from streams.cli import app
 from streams.config import KAFKA_CONFIG_ENV
 from streams.testing import TopicFactory, TopologyProcess, wait_until
 from streams.testing.topics import unique_topic_name
@@ -73,33 +67,13 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ["--config", str(config), *x]
 
 
-@pytest.fixture
-def _logging_restored() -> Iterator[None]:
-    """``streams -v`` in-process configures this process's logging: put it back."""
-    root = logging.getLogger()
-    level = root.level
-    yield
-    structlog.reset_defaults()
-    for handler in list(root.handlers):
-        if getattr(handler, "_streams_handler", False):
-            root.removeHandler(handler)
-    root.setLevel(level)
+def printed_under_v(*args: str, stdin: str | None = None) -> str:
+    """All ``streams -v ARGS`` printed, stdout and stderr, once it succeeded."""
+    run = streams("-v", *args, stdin=stdin)
+    assert run.returncode == 0, run.output
+    return run.output
 
 
-def streams(*args: str, stdin: str | None = None) -> str:
-    """``streams -v ARGS`` run in this process: all it printed, stdout and stderr."""
-    result = CliRunner().invoke(app, ["-v", *args], input=stdin)
-    assert result.exit_code == 0, result.output
-    return result.stdout + result.stderr
-
-
-def streams_process(*args: str) -> subprocess.CompletedProcess[str]:
-    """``streams -v ARGS`` as a process of its own (its one-line errors are ``main``'s)."""
-    cmd = [sys.executable, "-m", "streams", "-v", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-
-
-@pytest.mark.usefixtures("_logging_restored")
 def test_commands_print_no_secret_under_v(
     kafka_bootstrap: str, make_topic: TopicFactory, settings: list[str]
 ) -> None:
@@ -107,9 +81,9 @@ def test_commands_print_no_secret_under_v(
     # librdkafka's own lines too: its configuration dump (debug=conf) reaches -v's log
     cluster = ["-b", kafka_bootstrap, *settings, "-X", "debug=conf,security"]
     printed = [
-        streams("topics", "list", *cluster),
-        streams("produce", topic, "--raw", *cluster, stdin="one\n"),
-        streams("consume", topic, "--format", "raw", *cluster),
+        printed_under_v("topics", "list", *cluster),
+        printed_under_v("produce", topic, "--raw", *cluster, stdin="one\n"),
+        printed_under_v("consume", topic, "--format", "raw", *cluster),
     ]
     assert '"value": "one"' in printed[-1]  # the commands ran with the planted settings
     assert '"logger": "streams.kafka"' in printed[-1]
@@ -122,15 +96,15 @@ def test_an_error_names_the_key_and_never_the_value(kafka_bootstrap: str, tmp_pa
     cluster = ["topics", "list", "-b", kafka_bootstrap]
     refused = {
         # a malformed -X and properties line
-        "-X item 1 (sasl.password): expected KEY=VALUE, found no '='": streams_process(
-            *cluster, "-X", f"sasl.password:{planted(0)}"
+        "-X item 1 (sasl.password): expected KEY=VALUE, found no '='": streams(
+            "-v", *cluster, "-X", f"sasl.password:{planted(0)}"
         ),
-        f"{bad_file}:1 (sasl.jaas.config): expected key=value": streams_process(
-            *cluster, "--config", str(bad_file)
+        f"{bad_file}:1 (sasl.jaas.config): expected key=value": streams(
+            "-v", *cluster, "--config", str(bad_file)
         ),
         # a misspelt key: librdkafka refuses it by name
-        'No such configuration property: "sasl.pasword"': streams_process(
-            *cluster, "-X", f"sasl.pasword={planted(2)}"
+        'No such configuration property: "sasl.pasword"': streams(
+            "-v", *cluster, "-X", f"sasl.pasword={planted(2)}"
         ),
     }
     for error, result in refused.items():
@@ -146,9 +120,7 @@ def test_run_v_shows_its_settings_with_every_secret_and_unknown_value_hidden(
     # first client, after -v showed the settings it was given.
     unknown = {"sasl.pasword": planted(3), "basic.auth.user.info": planted(4)}
     x = [arg for key, value in unknown.items() for arg in ("-X", f"{key}={value}")]
-    result = streams_process(
-        "run", str(ORDERS), "--no-status", "-b", kafka_bootstrap, *settings, *x
-    )
+    result = streams("-v", "run", str(ORDERS), "--no-status", "-b", kafka_bootstrap, *settings, *x)
     assert result.returncode == 1
     assert 'No such configuration property: "' in result.stderr
     assert MARK not in result.stdout + result.stderr

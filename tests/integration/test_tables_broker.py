@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import subprocess
-import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from cli_runner import streams
 from confluent_kafka.admin import AdminClient
 from factories import order
 from runtime_thread import RuntimeThread
@@ -85,15 +84,8 @@ def test_a_join_of_topics_that_are_not_co_partitioned_is_refused_in_one_line(
 ) -> None:
     orders = make_topic("orders", partitions=3)
     customers = make_topic("customers", partitions=2)
-    cmd = [sys.executable, "-m", "streams", "run", str(PROFILES), "--bootstrap", kafka_bootstrap]
-    cmd += ["--set", f"input={orders}", "--set", f"customers={customers}", "--no-status"]
-    result = subprocess.run(
-        cmd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    settings = ["--set", f"input={orders}", "--set", f"customers={customers}"]
+    result = streams("run", str(PROFILES), *settings, "--no-status", bootstrap=kafka_bootstrap)
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "not co-partitioned" in errors[0], result.stderr
