@@ -53,7 +53,7 @@ from streams import logs as _logs  # noqa: F401
 from streams.cli import _common
 from streams.schemas import catalog
 
-# Wide enough that no table row wraps; rich reads $COLUMNS once, when a console is made.
+# The terminal's width unless told: wide enough that no table row wraps.
 COLUMNS = 200
 # The project folder, where a command runs unless told: its schemas/ and topology/ are found
 # there as in a user's checkout.
@@ -83,21 +83,25 @@ def streams(
     env: Mapping[str, str | None] | None = None,
     stdin: str | None = None,
     cwd: Path = ROOT,
+    columns: int = COLUMNS,
 ) -> Run:
     """``streams ARGS`` in this process, from folder ``cwd``, with ``stdin`` on standard
     input, against the cluster at ``bootstrap`` (given as users give it, in
     ``$KAFKA_BOOTSTRAP_SERVERS``), with this process's environment updated by ``env`` (a
-    None value unsets the variable)."""
+    None value unsets the variable), on a terminal ``columns`` wide."""
     # Process state is put back last: isolation restores sys.stdin/stdout/stderr first.
-    isolated = CliRunner().isolation(input=stdin, env=_overrides(bootstrap, env))
+    isolated = CliRunner().isolation(input=stdin, env=_overrides(bootstrap, env, columns))
     with (
         _process_state(cwd),
-        _wide_plain_consoles(),
+        _plain_consoles(columns),
         _fd2_kept() as fd2,
         isolated as (out, err, _),
         _console_script(args),
     ):
         code = _exit_code_of(cli.main)
+        # what is still in the text buffers, as a process's exit would write it
+        sys.stdout.flush()
+        sys.stderr.flush()
     return Run(code, out.getvalue().decode(), err.getvalue().decode() + fd2.getvalue().decode())
 
 
@@ -112,7 +116,7 @@ def streams_process(
     """``streams ARGS`` as the installed console script, in a process of its own; the rest
     as ``streams``. For a test whose point is the process (see the module docstring)."""
     environ = {**os.environ}
-    for name, value in _overrides(bootstrap, env).items():
+    for name, value in _overrides(bootstrap, env, COLUMNS).items():
         if value is None:
             environ.pop(name, None)
         else:
@@ -131,10 +135,10 @@ def streams_process(
 
 
 def _overrides(
-    bootstrap: str | None, env: Mapping[str, str | None] | None
+    bootstrap: str | None, env: Mapping[str, str | None] | None, columns: int
 ) -> dict[str, str | None]:
-    """What a run changes in the environment: a wide terminal, ``env``, the cluster."""
-    overrides = {"COLUMNS": str(COLUMNS), **(env or {})}
+    """What a run changes in the environment: the terminal's width, ``env``, the cluster."""
+    overrides = {"COLUMNS": str(columns), **(env or {})}
     if bootstrap is not None:
         overrides["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
     return overrides
@@ -208,11 +212,11 @@ def _console_script(args: tuple[str, ...]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _wide_plain_consoles() -> Iterator[None]:
-    """The commands' rich consoles as a pipe would make them: ``COLUMNS`` wide, no colour.
+def _plain_consoles(columns: int) -> Iterator[None]:
+    """The commands' rich consoles as a pipe would make them: ``columns`` wide, no colour.
     They were made once, at import, from whatever this process's terminal was then."""
     with contextlib.ExitStack() as stack:
         for console in (_common.console, _common.err_console):
-            stack.enter_context(patch.object(console, "_width", COLUMNS))
+            stack.enter_context(patch.object(console, "_width", columns))
             stack.enter_context(patch.object(console, "_color_system", None))
         yield

@@ -8,11 +8,12 @@ import json
 import logging
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 import structlog
-from cli_runner import streams
+from cli_runner import Run, streams
 
 from streams import cli
 from streams.schemas import SCHEMAS_DIR_ENV, default_catalog
@@ -58,6 +59,15 @@ def test_what_is_written_to_file_descriptor_2_is_stderr_too(
     assert streams("anything").stderr == line
     os.write(2, b"after\n")  # fd 2 is the test's again
     assert capfd.readouterr().err == "after\n"
+
+
+def test_what_is_left_in_the_text_buffers_is_printed_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    def main() -> None:
+        sys.stdout.write("out")  # no newline, no flush: a process's exit writes it
+        sys.stderr.write("err")
+
+    monkeypatch.setattr(cli, "main", main)
+    assert streams("anything") == Run(0, "out", "err")
 
 
 def test_a_usage_error_is_status_2_and_no_args_is_the_help() -> None:

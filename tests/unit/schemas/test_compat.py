@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import Run, streams
 
 from streams.schemas import (
+    SCHEMAS_DIR_ENV,
     CatalogLoadError,
     CompatibilityMode,
     SchemaCatalog,
@@ -183,19 +182,10 @@ def test_upcast_must_name_a_version_with_a_predecessor(tmp_path: Path) -> None:
 # -- the CLI gate: the must-show ---------------------------------------------------------
 
 
-def streams_cli(*args: str, schemas_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "250"}
-    env.pop("STREAMS_SCHEMAS", None)
-    if schemas_dir is not None:
-        env["STREAMS_SCHEMAS"] = str(schemas_dir)
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+def streams_cli(*args: str, schemas_dir: Path | None = None) -> Run:
+    """``streams ARGS`` with ``$STREAMS_SCHEMAS`` naming ``schemas_dir``, else unset (the
+    folder is then the one ``--dir`` names)."""
+    return streams(*args, env={SCHEMAS_DIR_ENV: None if schemas_dir is None else str(schemas_dir)})
 
 
 def test_schemas_check_fails_on_an_incompatible_v3_and_passes_once_it_is_removed(
@@ -254,19 +244,16 @@ def test_schemas_dir_from_the_environment(tmp_path: Path) -> None:
 
 
 def test_schemas_list_shows_each_doc_and_refuses_what_check_refuses(tmp_path: Path) -> None:
-    from typer.testing import CliRunner  # noqa: PLC0415 - the one in-process test here
-
-    from streams.cli import app  # noqa: PLC0415
-
-    def run(*args: str) -> Any:
-        return CliRunner().invoke(app, ["schemas", *args, "--schemas", str(tmp_path)])
+    def run(*args: str) -> Run:
+        # 80 columns: narrower than a table, so one line per type, the doc whole
+        return streams("schemas", *args, "--schemas", str(tmp_path), columns=80)
 
     note = tmp_path / "note.written"
     note.mkdir()
     v1 = {**record(f("text", "string"), name="NoteWritten"), "doc": "A note was written down."}
     (note / "v1.avsc").write_text(json.dumps(v1))  # no type.json: the doc is the schema's
     listed = run("list", "--json")
-    assert listed.exit_code == 0, listed.output
+    assert listed.returncode == 0, listed.output
     assert {r["type"]: r["doc"] for r in json.loads(listed.stdout)}["note.written"] == (
         "A note was written down."
     )
@@ -275,5 +262,5 @@ def test_schemas_list_shows_each_doc_and_refuses_what_check_refuses(tmp_path: Pa
     v2 = {**v1, "fields": [*v1["fields"], f("author", "string")]}  # no default: breaks it
     (note / "v2.avsc").write_text(json.dumps(v2))
     checked, listed = run("check"), run("list")
-    assert checked.exit_code == listed.exit_code == 1
+    assert checked.returncode == listed.returncode == 1
     assert listed.stderr == checked.stderr == f"error: 1 incompatibility(ies) in {tmp_path}\n"
