@@ -123,7 +123,9 @@ def streams_process(
             environ[name] = value
     done = subprocess.run(
         [SCRIPT, *args],
-        input=stdin or "",  # a pipe, as in-process: never the terminal pytest runs from
+        # never the terminal pytest runs from; nothing to read unless given (a broker the
+        # command starts inherits it: /dev/null, not a pipe of this process)
+        **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
         capture_output=True,
         text=True,
         cwd=cwd,

@@ -217,6 +217,8 @@ def test_follow_waits_for_a_topic_that_does_not_exist_yet(kafka_bootstrap: str) 
     assert missing.returncode == 1
     assert "does not exist" in missing.stderr
 
+    # A process of its own: it runs while the commands below run (in this process, which
+    # gives each its own stdin, stdout and environment).
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
     follower = subprocess.Popen(
         [sys.executable, "-m", "streams", "consume", topic, "--follow", "--max", "1"],
