@@ -119,5 +119,5 @@ def test_a_refused_creation_and_a_missing_topic_are_one_error_line(
 
 def test_a_broker_that_does_not_answer_is_one_error_line() -> None:
     # port 1: nothing listens there
-    result = streams("127.0.0.1:1", "topics", "list", "--timeout", "1")
+    result = streams("topics", "list", "--timeout", "1", bootstrap="127.0.0.1:1")
     assert "cannot reach Kafka at 127.0.0.1:1" in one_error_line(result)
