@@ -82,7 +82,8 @@ def test_an_apps_retry_tier_is_listed_under_the_input_it_serves(
         (first, 0, None), (first, 1, None), (tier, 0, first), (tier, 1, first), (second, 0, None),
     ]  # fmt: skip
 
-    table = streams("offsets", "show", "--group", app_id, bootstrap=kafka_bootstrap)
+    # At 80 columns (a terminal's default), below 100: one line per record, folded where a
+    # name is longer than a line.
+    table = streams("offsets", "show", "--group", app_id, bootstrap=kafka_bootstrap, columns=80)
     assert table.returncode == 0, table.stderr
-    # Below 100 columns, one line per record, folded where a name is longer than a line.
     assert f"topic={tier}partition=0serves={first}" in "".join(table.stdout.split())
