@@ -19,7 +19,7 @@ from streams import cli
 from streams.schemas import SCHEMAS_DIR_ENV, default_catalog
 from streams.schemas.builtin import ERROR_TYPE
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
 
 
 def test_a_run_leaves_the_environment_logging_and_folder_as_it_found_them(
