@@ -6,7 +6,8 @@
 #   streams-kafka:<kafka version> the base + the same Kafka jars the local broker runs
 #                                 (`streams.broker.ensure_libs()`) + an entrypoint
 #   streams-app:<streams version> (with --app) the base + a virtualenv with this project,
-#                                 to run a topology from topology/ (compose/Dockerfile)
+#                                 to run a topology from topology/ (compose/Dockerfile);
+#                                 the project's wheel from wheel.sh, which caches it
 #
 # Cached at every step, so a second run with nothing changed takes a second or two:
 # - the rootfs tarball lives in $STREAMS_CACHE_DIR/rootfs/ (default ~/.cache/streams), named
@@ -130,25 +131,28 @@ kafka_image() {
 }
 
 app_image() {
-  local base="$1" version context hash tag
+  local base="$1" version context hash tag wheel
   version="$("$PYTHON" -c 'import streams; print(streams.__version__)')"
   tag="streams-app:$version"
-  # The hash covers the sources, so an unchanged tree skips the wheel build altogether.
+  # The wheel's key covers the sources (topology/ and schemas/ too), so an unchanged tree
+  # skips the wheel and the image build altogether.
   hash="$( { docker image inspect --format '{{.Id}}' "$base";
-             cd "$ROOT" && find compose/Dockerfile compose/run-topology.sh pyproject.toml setup.py \
-               streams topology schemas -type f ! -path '*/__pycache__/*' -print0 \
-               | sort -z | xargs -0 sha256sum; } | sha)"
+             PYTHON="$PYTHON" bash "$HERE/wheel.sh" --key;
+             cd "$ROOT" && sha256sum compose/Dockerfile compose/run-topology.sh; } | sha)"
   if [[ "$(label_of "$tag" streams.content-hash)" == "$hash" ]]; then
     say "$tag is up to date"
     return
   fi
+  # The project's wheel as the wheel test has it (one build for both, cached by its key).
+  wheel="$(PYTHON="$PYTHON" bash "$HERE/wheel.sh")"
   context="$CACHE/image-context/app"
   rm -rf "$context"
   mkdir -p "$context/wheels"
-  # Wheels are built here, where PyPI is reachable; the image build then needs no network.
-  say "building wheels for $tag"
-  # With the extra `metrics`: the stack's topology serves /metrics (compose.yaml).
-  "$PYTHON" -m pip wheel --quiet --wheel-dir "$context/wheels" "$ROOT[metrics]" >&2
+  # The dependencies' wheels are fetched here, where PyPI is reachable (pip's cache serves
+  # them); the image build then needs no network. With the extra `metrics`: the stack's
+  # topology serves /metrics (compose.yaml).
+  say "fetching the dependencies' wheels for $tag"
+  "$PYTHON" -m pip wheel --quiet --wheel-dir "$context/wheels" "$wheel[metrics]" >&2
   mkdir -p "$context/app"
   cp -a "$ROOT/topology" "$ROOT/schemas" "$context/app/"
   find "$context" -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -3,18 +3,20 @@ new virtualenv in an empty folder outside the repository, ``streams demo`` passe
 (the steps that run the shipped example topologies on its core dependencies: a topology
 and its schemas, RocksDB state, async steps, replay; ``test_demo`` runs the whole tour).
 
-The wheel is built from a copy of the working tree (the files git tracks or would track),
-so the repository's ``build/`` and ``dist/`` stay untouched. Dependencies come from PyPI
-through pip's cache. Only the core dependencies are installed, so this also proves the
-demo and the commands need no extra. About a minute: build ~15 s, install ~10 s, demo steps
-~25 s. Every folder it makes is removed afterwards.
+The wheel is ``compose/image/wheel.sh``'s: built from a copy of the files that go into it
+(the repository's ``build/`` and ``dist/`` stay untouched) and cached by a hash of them, the
+same wheel the app image of ``compose/image/build.sh`` installs, so the suite compiles the
+record path once for both, and not at all when the sources have not changed since the last
+build. Dependencies come from PyPI through pip's cache. Only the core dependencies are
+installed, so this also proves the demo and the commands need no extra. About a minute
+past the build: install ~10 s, demo steps ~25 s. Every folder it makes is removed
+afterwards (the cached wheel stays).
 """
 
 from __future__ import annotations
 
 import importlib.machinery
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +31,7 @@ import pytest
 from streams import speedups
 
 ROOT = Path(__file__).resolve().parents[2]
+WHEEL_SH = ROOT / "compose" / "image" / "wheel.sh"
 WHEEL_STEPS = "topology,state,concurrency,replay"
 
 pytestmark = pytest.mark.timeout(900)
@@ -68,24 +71,16 @@ def _check(cmd: list[str], cwd: Path | None = None) -> None:
     assert result.returncode == 0, f"{' '.join(cmd)}:\n{result.stdout}\n{result.stderr}"
 
 
-def _copy_tree(target: Path) -> None:
-    """The working tree's files that git tracks or would track (not .venv, build, dist)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        source = ROOT / name
-        if not source.exists() and not source.is_symlink():
-            continue  # deleted in the working tree, not yet in git
-        dest = target / name
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():  # streams/examples/{topology,schemas} -> ../../...
-            dest.symlink_to(os.readlink(source))
-        else:
-            shutil.copy2(source, dest)
+def project_wheel() -> Path:
+    """The wheel of the tree as it is: ``make dist``'s command (an isolated build,
+    setuptools and Cython from PyPI) run by ``wheel.sh``, or its cached result. Two test
+    workers asking at once (this and the app image's build) wait for one build."""
+    env = {**os.environ, "PYTHON": sys.executable}
+    result = subprocess.run(
+        ["bash", str(WHEEL_SH)], capture_output=True, text=True, env=env, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return Path(result.stdout.strip())
 
 
 @pytest.fixture(scope="module")
@@ -93,20 +88,16 @@ def installed() -> Iterator[Installed]:
     timings: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="streams-wheel-") as tmp:
         base = Path(tmp)
-        src, dist, venv = base / "src", base / "dist", base / "venv"
-        empty, home = base / "empty", base / "home"
+        venv, empty, home = base / "venv", base / "empty", base / "home"
         for folder in (empty, home):
             folder.mkdir()
 
         started = time.monotonic()
-        _copy_tree(src)
-        # The command `make dist` runs (an isolated build: setuptools and Cython from PyPI).
-        pip = [sys.executable, "-m", "pip"]
-        _check([*pip, "wheel", "--no-deps", "--wheel-dir", str(dist), "."], cwd=src)
-        timings["wheel build"] = time.monotonic() - started
-        (wheel,) = dist.glob("streams-*.whl")
+        wheel = project_wheel()
+        timings["wheel build (or cached)"] = time.monotonic() - started
 
         started = time.monotonic()
+        pip = [sys.executable, "-m", "pip"]
         # No pip inside the venv (ensurepip takes seconds): this pip installs into it.
         _check([sys.executable, "-m", "venv", "--without-pip", str(venv)])
         _check([*pip, "--python", str(venv / "bin" / "python"), "install", "-q", str(wheel)])
