@@ -8,6 +8,8 @@ and the output must grow while it is down: losing a node is no reason to stall. 
 topic the instance creates takes the cluster's replication factor, so no partition is
 left without a leader. At the end a read_committed reader sees every input (at-least-once)
 or every input exactly once (exactly-once), and the instance has never exited by itself.
+Where both guarantees are tested, an app of each runs side by side on its own topics
+through one cycle of failures: each node is restarted once for both.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from streams.schemas import default_catalog
 from streams.testing import (
     TopicReader,
     TopologyProcess,
+    TopologyProcessError,
     caught_up,
     produce_envelopes,
     wait_until,
@@ -62,6 +65,7 @@ SILENCE_TIMEOUTS_MS = (
 )
 FROZEN_S = max(SILENCE_TIMEOUTS_MS) / 1000 + 2.0
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
+GUARANTEES = ("at_least_once", "exactly_once")
 
 
 def orders(start: int, count: int) -> list[Envelope]:
@@ -87,12 +91,15 @@ class Job:
 
     def __init__(self, cluster: LocalCluster, path: Path, output: str, guarantee: str, tmp: Path):
         self.cluster = cluster
+        self.guarantee = guarantee
         self.bootstrap = cluster.bootstrap
         self.admin = admin_client(self.bootstrap)
         self.app_id = unique_topic_name("loss")
         self.source = unique_topic_name("loss-in")
         create_topic(self.admin, self.source, partitions=PARTITIONS)  # the cluster's RF: 3
-        self.args = ["--guarantee", guarantee, "--state-dir", str(tmp / "state"), *FAST_REBALANCE]
+        # A state dir per job: two jobs of one test run side by side.
+        state = tmp / self.app_id / "state"
+        self.args = ["--guarantee", guarantee, "--state-dir", str(state), *FAST_REBALANCE]
         self.path = path
         self.sent: list[Envelope] = []
         self.instances: list[TopologyProcess] = []
@@ -104,7 +111,9 @@ class Job:
     def instance(self) -> TopologyProcess:
         return self.instances[-1]
 
-    def start(self) -> None:
+    def launch(self) -> None:
+        """Start an instance without waiting for it (``wait_started``), so that two jobs'
+        instances start side by side."""
         proc = TopologyProcess(
             self.path,
             self.bootstrap,
@@ -113,11 +122,20 @@ class Job:
             args=self.args,
         )
         self.instances.append(proc.start())
-        proc.wait_started(120)
+
+    def wait_started(self) -> None:
+        self.instance.wait_started(120)
+
+    def start(self) -> None:
+        self.launch()
+        self.wait_started()
 
     def alive(self) -> None:
         """The instance runs: it never gives up on a cluster that lost a node."""
-        self.instance.check()
+        try:
+            self.instance.check()
+        except TopologyProcessError as exc:
+            raise AssertionError(f"the {self.guarantee} instance stopped: {exc}") from None
 
     def send(self, count: int) -> None:
         batch = orders(len(self.unique()), count)
@@ -134,7 +152,7 @@ class Job:
     ) -> None:
         """Until ``predicate`` holds for the output; a timeout quotes the instance's log."""
         try:
-            self.reader.wait_for(predicate, timeout, what=what)
+            self.reader.wait_for(predicate, timeout, what=f"{what} ({self.guarantee})")
         except AssertionError as exc:
             raise AssertionError(f"{exc}\ninstance output:\n{self.instance.output(60)}") from None
 
@@ -143,10 +161,14 @@ class Job:
         self.wait_for(lambda records: len(ce_ids(records)) >= count, f"{count} outputs", timeout)
         self.alive()
 
+    def wait_caught_up(self) -> None:
+        """Until the instance has committed the end of its input."""
+        wait_until(lambda: caught_up(self.bootstrap, self.app_id, self.source), 180,
+                   what=f"the {self.guarantee} instance caught up")  # fmt: skip
+
     def finish(self) -> Counter[str]:
         """Wait until the instance has committed everything, then the output's ids."""
-        wait_until(lambda: caught_up(self.bootstrap, self.app_id, self.source), 180,
-                   what="the instance caught up")  # fmt: skip
+        self.wait_caught_up()
         self.wait_output(len(self.unique()))
         self.alive()
         while self.reader.poll(1.0):  # the rest (duplicates of at-least-once, if any)
@@ -184,61 +206,87 @@ def replicated(job: Job) -> None:
         assert {len(p.replicas) for p in topic.partitions.values()} == {3}, topic.topic
 
 
-@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
-def test_dedup_survives_each_node_killed_in_turn_and_an_instance_sigkill(
-    guarantee: str, job: Callable[..., Job], kafka_cluster: LocalCluster
+def side_by_side(job: Callable[..., Job], path: Path, output: str) -> list[Job]:
+    """One job per guarantee, each with its own app and topics, their instances started
+    together: one cycle of node failures tests both."""
+    jobs: list[Job] = [job(path, output, guarantee) for guarantee in GUARANTEES]
+    for j in jobs:
+        j.launch()
+    for j in jobs:
+        j.wait_started()
+    return jobs
+
+
+def test_dedup_under_both_guarantees_survives_each_node_killed_in_turn_and_an_instance_sigkill(
+    job: Callable[..., Job], kafka_cluster: LocalCluster
 ) -> None:
-    j = job(DEDUP, "unique", guarantee)
-    j.start()
-    j.send(600)
-    j.wait_output(len(j.unique()))
-    replicated(j)
-    for node in kafka_cluster.node_ids:
-        kafka_cluster.kill(node)
-        j.send(600)  # while the node is down: the output must still grow
+    jobs = side_by_side(job, DEDUP, "unique")
+    for j in jobs:
+        j.send(600)
+    for j in jobs:
         j.wait_output(len(j.unique()))
-        kafka_cluster.start(node)
-        kafka_cluster.wait_in_sync(timeout=120)
-    j.instance.kill()  # and the instance itself, mid-stream
-    j.send(600)
-    j.start()
-    seen = j.finish()
-    assert set(seen) == j.unique()  # none missing
-    if guarantee == "exactly_once":
-        assert [i for i, n in seen.items() if n > 1] == []  # none twice
-
-
-@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
-def test_a_windowed_sum_survives_a_node_killed_mid_window(
-    guarantee: str, job: Callable[..., Job], kafka_cluster: LocalCluster
-) -> None:
-    j = job(REVENUE, "revenue", guarantee)
-    j.start()
-    j.send(1_200)  # two minutes of event time: the first window closes
-    j.wait_for(lambda records: len(records) > 0, "the first windows")
+        replicated(j)
     for node in kafka_cluster.node_ids:
         kafka_cluster.kill(node)
-        before = len(j.reader.records)
-        j.send(900)  # a minute and a half more: windows close while the node is down
-        j.wait_for(lambda rs, n=before: len(rs) > n, "windows while down")
-        j.alive()
+        for j in jobs:
+            j.send(600)  # while the node is down: each output must still grow
+        for j in jobs:
+            j.wait_output(len(j.unique()))
         kafka_cluster.start(node)
         kafka_cluster.wait_in_sync(timeout=120)
-    wait_until(lambda: caught_up(j.bootstrap, j.app_id, j.source), 180, what="caught up")
-    j.alive()
-    while j.reader.poll(1.0):
-        pass
-    sums = _sums(j.reader.records)
-    expected = _expected_sums(j.sent)
-    for window, total in sums.items():
-        assert total == expected[window], window  # no order counted twice, none lost
-    # Every partition's stream time is within a second of the last order's: each window
-    # that ended (plus its 10 s grace) a few seconds before that was closed and written.
-    last = max(int(e.time.timestamp() * 1000) for e in j.sent)
-    closed = {w for w in expected if w[1] + 60_000 + 10_000 < last - 5_000}
-    assert closed <= set(sums)
-    if guarantee == "exactly_once":
-        assert len(j.reader.records) == len(sums)  # each window once
+    for j in jobs:
+        j.instance.kill()  # and the instances themselves, mid-stream
+        j.send(600)
+    for j in jobs:
+        j.launch()
+    for j in jobs:
+        j.wait_started()
+    for j in jobs:
+        seen = j.finish()
+        missing = j.unique() - set(seen)
+        assert not missing, f"{j.guarantee}: {len(missing)} inputs missing, e.g. {min(missing)}"
+        if j.guarantee == "exactly_once":
+            twice = sorted(i for i, n in seen.items() if n > 1)
+            assert twice == [], f"exactly_once: {len(twice)} inputs written twice"
+
+
+def test_a_windowed_sum_under_both_guarantees_survives_a_node_killed_mid_window(
+    job: Callable[..., Job], kafka_cluster: LocalCluster
+) -> None:
+    jobs = side_by_side(job, REVENUE, "revenue")
+    for j in jobs:
+        j.send(1_200)  # two minutes of event time: the first window closes
+    for j in jobs:
+        j.wait_for(lambda records: len(records) > 0, "the first windows")
+    for node in kafka_cluster.node_ids:
+        kafka_cluster.kill(node)
+        before = {j.guarantee: len(j.reader.records) for j in jobs}
+        for j in jobs:
+            j.send(900)  # a minute and a half more: windows close while the node is down
+        for j in jobs:
+            j.wait_for(lambda rs, n=before[j.guarantee]: len(rs) > n, "windows while down")
+            j.alive()
+        kafka_cluster.start(node)
+        kafka_cluster.wait_in_sync(timeout=120)
+    for j in jobs:
+        j.wait_caught_up()
+        j.alive()
+        while j.reader.poll(1.0):
+            pass
+        sums = _sums(j.reader.records)
+        expected = _expected_sums(j.sent)
+        # No order counted twice, none lost.
+        wrong = {w: (total, expected[w]) for w, total in sums.items() if total != expected.get(w)}
+        assert wrong == {}, f"{j.guarantee}: windows with wrong (orders, cents) vs expected"
+        # Every partition's stream time is within a second of the last order's: each
+        # window that ended (plus its 10 s grace) a few seconds before that was closed and
+        # written.
+        last = max(int(e.time.timestamp() * 1000) for e in j.sent)
+        closed = {w for w in expected if w[1] + 60_000 + 10_000 < last - 5_000}
+        unwritten = sorted(closed - set(sums))
+        assert unwritten == [], f"{j.guarantee}: closed windows never written"
+        if j.guarantee == "exactly_once":
+            assert len(j.reader.records) == len(sums), "exactly_once: a window written twice"
 
 
 def _sums(records: Sequence[Message]) -> dict[tuple[str, int], tuple[int, int]]:
