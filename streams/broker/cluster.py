@@ -12,7 +12,8 @@ offsets, transaction and share-state topics (``streams.broker.node.replication_d
 Client ports are ``port, port+1, ...`` unless ``ports`` names them. ``properties`` are
 set on every node over the generated config and ``java_options`` given to its JVM;
 ``FAST_FAILOVER`` and ``QUICK_START_JVM`` are what the failure tests run with (a lost
-node fenced in 6 s rather than Kafka's 9; a node's JVM without the JIT's second tier).
+node fenced in 6 s rather than Kafka's 9, group sessions of 3 s allowed; a node's JVM
+without the JIT's second tier).
 
 ``up`` launches every node that is down at once (a node waits for a quorum of its peers),
 continues the paused ones, and returns when the metadata lists them all. Per-node control
@@ -73,6 +74,12 @@ FAST_FAILOVER: Mapping[str, str] = MappingProxyType(
         # writes back within 10 s; not much less, or a follower merely slowed by a busy
         # machine would leave the ISR and come back, again and again.
         "replica.lag.time.max.ms": "10000",
+        # A consumer may ask for a 3 s group session (Kafka's floor: 6 s). A classic
+        # member whose group coordinator was on the lost node loses its session and
+        # rejoins on the new coordinator, which waits out its old membership's session
+        # before it assigns anything: two sessions of stall per lost coordinator. Only a
+        # floor: each consumer still chooses its session.
+        "group.min.session.timeout.ms": "3000",
     }
 )
 """Server properties for a cluster whose nodes are failed on purpose: the failure is

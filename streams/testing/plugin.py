@@ -280,7 +280,8 @@ def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     """A local three-node Kafka cluster for the whole session (see the module docstring).
 
     Its nodes run with ``FAST_FAILOVER``: a killed or frozen node is fenced after 6 s and a
-    frozen follower leaves the ISR after 10 s, where Kafka waits 9 s and 30 s. The tests
+    frozen follower leaves the ISR after 10 s, where Kafka waits 9 s and 30 s, and a
+    consumer may ask for a 3 s group session (Kafka's floor: 6 s). The tests
     are about what happens once a node is lost (nothing lost, no stall), not about how
     long Kafka takes to notice; a workstation's `streams broker up --nodes 3` keeps
     Kafka's defaults. And their JVMs run with ``QUICK_START_JVM`` (no second JIT tier):
