@@ -47,10 +47,10 @@ key() {
     echo "pure=${STREAMS_PURE_PYTHON:-}"
     cd "$ROOT"
     # streams/examples/{topology,schemas} are symlinks to folders: hashed by their target
-    sources | while IFS= read -r name; do
+    for name in "${SOURCES[@]}"; do
       if [[ -L "$name" ]]; then printf 'link %s %s\n' "$name" "$(readlink "$name")"; fi
     done
-    sources | while IFS= read -r name; do
+    for name in "${SOURCES[@]}"; do
       if [[ ! -L "$name" ]]; then printf '%s\0' "$name"; fi
     done | xargs -0 -r sha256sum
   } | sha256sum | cut -c1-16
@@ -66,7 +66,7 @@ build() { # folder: the wheel built into it
   # shellcheck disable=SC2064 # expanded now: the folder of this build
   trap "rm -rf '$work'" EXIT
   # Only the files of the key, and symlinks as symlinks (the wheel copies their targets).
-  (cd "$ROOT" && sources | tr '\n' '\0' | tar --null -T - -cf -) | tar -xf - -C "$work"
+  (cd "$ROOT" && printf '%s\0' "${SOURCES[@]}" | tar --null -T - -cf -) | tar -xf - -C "$work"
   mkdir -p "$work/out"
   say "building the wheel ${folder##*/} (Cython: a minute or two on two cores)"
   local started=$SECONDS
@@ -82,6 +82,8 @@ build() { # folder: the wheel built into it
     -exec rm -rf {} + 2>/dev/null || true
 }
 
+# Listed once: the key hashes these files and a build copies them.
+mapfile -t SOURCES < <(sources)
 KEY="$(key)"
 if [[ "${1:-}" == "--key" ]]; then
   echo "$KEY"
