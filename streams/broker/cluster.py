@@ -9,7 +9,7 @@ The quorum is static (``controller.quorum.voters=1@127.0.0.1:<c1>,2@...``), ever
 formatted with the one cluster id, and the replication defaults are a production
 cluster's: replication factor ``min(3, N)``, min ISR ``min(2, N)``, for topics and for the
 offsets, transaction and share-state topics (``streams.broker.node.replication_defaults``).
-Client ports are ``port, port+1, ...`` unless ``ports`` names them. ``properties`` are
+Client ports are ``port, port+1, ...`` unless ``ports`` names them. ``overrides`` are
 set on every node over the generated config and ``java_options`` given to its JVM;
 ``FAST_FAILOVER`` and ``QUICK_START_JVM`` are what the failure tests run with (a lost
 node fenced in 6 s rather than Kafka's 9, group sessions of 3 s allowed; a node's JVM
@@ -162,7 +162,7 @@ class LocalCluster:
         heap: str = "512m",  # three JVMs share a small machine
         *,
         ports: Sequence[int] | None = None,
-        properties: Mapping[str, str] | None = None,
+        overrides: Mapping[str, str] | None = None,
         java_options: Sequence[str] = (),
     ) -> None:
         if nodes < 1:
@@ -175,7 +175,7 @@ class LocalCluster:
         self.data_dir = Path(data_dir) if data_dir else default_cluster_dir(self.port)
         self.version = version
         self.heap = heap
-        self.properties = dict(properties or {})  # every node's, over the generated ones
+        self.overrides = dict(overrides or {})  # every node's, over the generated ones
         self.java_options = tuple(java_options)  # every node's JVM's, and its format's
         self.nodes: tuple[LocalNode, ...] = tuple(
             self._make_node(node_id, node_port) for node_id, node_port in enumerate(ports, 1)
@@ -191,7 +191,7 @@ class LocalCluster:
             self.data_dir / f"node-{node_id}",
             port,
             heap=self.heap,
-            overrides=self.properties,
+            overrides=self.overrides,
             java_options=self.java_options,
         )
 

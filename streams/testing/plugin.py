@@ -291,7 +291,7 @@ def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
         3,
         ports=free_ports(3),
         data_dir=tmp_path_factory.mktemp("cluster"),
-        properties=FAST_FAILOVER,
+        overrides=FAST_FAILOVER,
         java_options=QUICK_START_JVM,
     )
     cluster.up()

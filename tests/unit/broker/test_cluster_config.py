@@ -61,7 +61,7 @@ def test_properties_given_to_a_cluster_are_every_node_s_over_the_generated_ones(
     controllers = {1: 29001, 2: 29002, 3: 29003}
     plain = LocalCluster(3, data_dir=tmp_path / "plain").nodes[0].properties(controllers)
     given = {**FAST_FAILOVER, "min.insync.replicas": "3"}
-    cluster = LocalCluster(3, data_dir=tmp_path / "fast", properties=given)
+    cluster = LocalCluster(3, data_dir=tmp_path / "fast", overrides=given)
     for node in cluster.nodes:
         props = node.properties(controllers)
         assert {k: props[k] for k in given} == given  # a generated one too: theirs wins
